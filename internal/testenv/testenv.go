@@ -1,0 +1,76 @@
+// Package testenv finds the material tests need (the shared data folder, the llama.cpp source
+// tree, python3) and decides whether its absence skips a test or fails it.
+//
+// Outside CI a test whose material is missing skips, saying why. Under CI (the CI environment
+// variable is set, as .ci/run does) the same absence fails the test: CI fetches and builds
+// everything, so a missing piece there is a bug, never a pass.
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// InCI reports whether the tests run under CI (the CI environment variable is non-empty).
+func InCI() bool { return os.Getenv("CI") != "" }
+
+// Missing skips the test outside CI and fails it under CI, with the reason.
+func Missing(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	if InCI() {
+		tb.Fatalf("required under CI: "+format, args...)
+	}
+	tb.Skipf("skipped outside CI: "+format, args...)
+}
+
+// RepoRoot returns the repository root (the folder holding go.mod).
+func RepoRoot(tb testing.TB) string {
+	tb.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		tb.Fatal("testenv: cannot locate the source file")
+	}
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// SharedData returns the path of a file under ../shared/data (beside the repository), or
+// skips/fails through Missing when it is absent. GOJEV_SHARED_DATA overrides the folder.
+func SharedData(tb testing.TB, rel string) string {
+	tb.Helper()
+	dir := os.Getenv("GOJEV_SHARED_DATA")
+	if dir == "" {
+		dir = filepath.Join(RepoRoot(tb), "..", "shared", "data")
+	}
+	p := filepath.Join(dir, rel)
+	if _, err := os.Stat(p); err != nil {
+		Missing(tb, "needs %s from the shared data folder (a user's machine has none): %v", rel, err)
+	}
+	return p
+}
+
+// LlamaCppDir returns the llama.cpp source tree (LLAMA_CPP_DIR, else third_party/llama.cpp),
+// or skips/fails through Missing when it has not been fetched.
+func LlamaCppDir(tb testing.TB) string {
+	tb.Helper()
+	dir := os.Getenv("LLAMA_CPP_DIR")
+	if dir == "" {
+		dir = filepath.Join(RepoRoot(tb), "third_party", "llama.cpp")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "include", "llama.h")); err != nil {
+		Missing(tb, "needs the llama.cpp source tree (run `make native`): %v", err)
+	}
+	return dir
+}
+
+// Python3 returns the path of python3, or skips/fails through Missing when it is absent.
+func Python3(tb testing.TB) string {
+	tb.Helper()
+	p, err := exec.LookPath("python3")
+	if err != nil {
+		Missing(tb, "needs python3 on PATH: %v", err)
+	}
+	return p
+}

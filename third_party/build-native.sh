@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Build llama.cpp's static libraries once and point third_party/native at them.
+#
+# The result lives in a cache keyed by the pinned commit, the CMake flags, CMakeLists.txt, the
+# compiler and the machine: $GOJEV_CACHE/native/<key>/{lib,include} (GOJEV_CACHE defaults to
+# ~/.cache/gojev). A second run, or a fresh clone on the same machine, finds the key and does no
+# native work. third_party/native is a symlink to the cache entry; llama/cgo_*.go link through it.
+#
+# Environment: GOJEV_CUDA=1 or GOJEV_METAL=1 choose a GPU backend; GOJEV_NATIVE_CPU=1 tunes for
+# this CPU; LLAMA_CPP_DIR uses an existing checkout; JOBS sets build parallelism.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cache="${GOJEV_CACHE:-$HOME/.cache/gojev}"
+say() { echo "native: $*" >&2; }
+
+src=$("$root/third_party/fetch.sh")
+commit=$(grep -E '^LLAMA_CPP_COMMIT=' "$root/third_party/llama.cpp.pin" | cut -d= -f2)
+if [ -n "${LLAMA_CPP_DIR:-}" ]; then
+  commit=$(git -C "$src" rev-parse HEAD 2>/dev/null || echo "dir:$src")
+fi
+
+flags=(-DCMAKE_BUILD_TYPE=Release "-DLLAMA_CPP_DIR=$src")
+[ "${GOJEV_CUDA:-0}" = 1 ] && flags+=(-DGOJEV_CUDA=ON)
+[ "${GOJEV_METAL:-0}" = 1 ] && flags+=(-DGOJEV_METAL=ON)
+[ "${GOJEV_NATIVE_CPU:-0}" = 1 ] && flags+=(-DGOJEV_NATIVE_CPU=ON)
+
+key=$( {
+  echo "$commit"
+  printf '%s\n' "${flags[@]}" | grep -v LLAMA_CPP_DIR
+  cat "$root/CMakeLists.txt"
+  ${CXX:-c++} --version | head -1
+  uname -sm
+} | sha256sum | cut -c1-16)
+out="$cache/native/$key"
+
+if [ ! -f "$out/.complete" ]; then
+  say "building llama.cpp ($commit) into $out; this takes a few minutes the first time"
+  build="$cache/build/$key"
+  mkdir -p "$build"
+  gen=()
+  command -v ninja >/dev/null && gen=(-G Ninja)
+  cmake -S "$root" -B "$build" "${gen[@]}" "${flags[@]}" >"$build.configure.log" 2>&1 \
+    || { cat "$build.configure.log" >&2; say "cmake configure failed"; exit 1; }
+  cmake --build "$build" --config Release -j "${JOBS:-$(nproc 2>/dev/null || sysctl -n hw.ncpu)}" \
+    --target llama ggml ggml-base ggml-cpu
+  rm -rf "$out.tmp"
+  mkdir -p "$out.tmp/lib" "$out.tmp/include"
+  find "$build" -name '*.a' -exec cp {} "$out.tmp/lib/" \;
+  cp "$src"/include/*.h "$src"/ggml/include/*.h "$out.tmp/include/"
+  printf '%s\n' "$commit" "${flags[@]}" > "$out.tmp/BUILDINFO"
+  touch "$out.tmp/.complete"
+  rm -rf "$out"
+  mv "$out.tmp" "$out"
+  rm -rf "$build"
+  say "done: $(ls "$out/lib" | tr '\n' ' ')"
+fi
+ln -sfn "$out" "$root/third_party/native"
+echo "$out"
