@@ -1,0 +1,139 @@
+package contract
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/gojev/gojev/pyjson"
+)
+
+// ErrRow marks a row that cannot be decided: malformed JSON, a missing or mistyped field,
+// 0 or more than 16 options, duplicate option ids. Errors from ParseRow wrap it (and
+// ErrNoOptions / ErrTooManyOptions where those apply).
+var ErrRow = errors.New("bad row")
+
+// Row is one decision request, one JSON object per line:
+//
+//	{"id": …, "state": …, "question": "…", "options": [{"id": "…", "description": "…"}, …], "label": "…"}
+//
+// id is a string or a number; state is any JSON value and keeps its object key order, since
+// it is embedded in the prompt byte for byte as Python's json.dumps writes it; label
+// (optional) is the gold option id, used only to report accuracy. Other fields are ignored.
+type Row struct {
+	ID       any // string or json.Number, as in the input; nil when absent
+	State    any // pyjson value: nil, bool, string, json.Number, []any, pyjson.Object
+	Question string
+	Options  []Option
+	Label    string // "" when the row has none
+}
+
+// IDJSON returns the row id as JSON (a string, a number, or null), for output records.
+func (r Row) IDJSON() json.RawMessage { return idJSON(r.ID) }
+
+func idJSON(id any) json.RawMessage {
+	switch v := id.(type) {
+	case string:
+		b, _ := json.Marshal(v)
+		return b
+	case json.Number:
+		return json.RawMessage(v.String())
+	}
+	return json.RawMessage("null")
+}
+
+// ParseRow decodes one JSONL line into a Row. On error it still returns the id it could read
+// (Row.ID), so the caller can report the error against it. Errors wrap ErrRow.
+func ParseRow(line []byte) (Row, error) {
+	var row Row
+	v, err := pyjson.Decode(line)
+	if err != nil {
+		return row, fmt.Errorf("%w: %w", ErrRow, err)
+	}
+	obj, ok := v.(pyjson.Object)
+	if !ok {
+		return row, fmt.Errorf("%w: a row must be a JSON object", ErrRow)
+	}
+	get := func(key string) (any, bool) {
+		for _, m := range obj {
+			if m.Key == key {
+				return m.Value, true
+			}
+		}
+		return nil, false
+	}
+	if id, ok := get("id"); ok {
+		switch id.(type) {
+		case string, json.Number:
+			row.ID = id
+		default:
+			return row, fmt.Errorf("%w: \"id\" must be a string or a number", ErrRow)
+		}
+	} else {
+		return row, fmt.Errorf("%w: missing \"id\"", ErrRow)
+	}
+	state, ok := get("state")
+	if !ok {
+		return row, fmt.Errorf("%w: missing \"state\"", ErrRow)
+	}
+	row.State = state
+	q, ok := get("question")
+	if !ok {
+		return row, fmt.Errorf("%w: missing \"question\"", ErrRow)
+	}
+	if row.Question, ok = q.(string); !ok {
+		return row, fmt.Errorf("%w: \"question\" must be a string", ErrRow)
+	}
+	rawOpts, ok := get("options")
+	if !ok {
+		return row, fmt.Errorf("%w: missing \"options\"", ErrRow)
+	}
+	list, ok := rawOpts.([]any)
+	if !ok {
+		return row, fmt.Errorf("%w: \"options\" must be an array", ErrRow)
+	}
+	if err := CheckOptionCount(len(list)); err != nil {
+		return row, fmt.Errorf("%w: %w", ErrRow, err)
+	}
+	seen := make(map[string]bool, len(list))
+	for i, item := range list {
+		o, ok := item.(pyjson.Object)
+		if !ok {
+			return row, fmt.Errorf("%w: option %d must be an object", ErrRow, i)
+		}
+		var opt Option
+		var hasID bool
+		for _, m := range o {
+			switch m.Key {
+			case "id":
+				s, ok := m.Value.(string)
+				if !ok || s == "" {
+					return row, fmt.Errorf("%w: option %d: \"id\" must be a non-empty string", ErrRow, i)
+				}
+				opt.ID, hasID = s, true
+			case "description":
+				s, ok := m.Value.(string)
+				if !ok {
+					return row, fmt.Errorf("%w: option %d: \"description\" must be a string", ErrRow, i)
+				}
+				opt.Description = s
+			}
+		}
+		if !hasID {
+			return row, fmt.Errorf("%w: option %d: missing \"id\"", ErrRow, i)
+		}
+		if seen[opt.ID] {
+			return row, fmt.Errorf("%w: duplicate option id %q", ErrRow, opt.ID)
+		}
+		seen[opt.ID] = true
+		row.Options = append(row.Options, opt)
+	}
+	if label, ok := get("label"); ok && label != nil {
+		s, ok := label.(string)
+		if !ok {
+			return row, fmt.Errorf("%w: \"label\" must be a string", ErrRow)
+		}
+		row.Label = s
+	}
+	return row, nil
+}

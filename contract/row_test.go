@@ -1,0 +1,71 @@
+package contract_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/pyjson"
+)
+
+func optionsJSON(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = fmt.Sprintf(`{"id": "o%d", "description": "option %d"}`, i, i)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+func TestParseRow(t *testing.T) {
+	good := `{"id": "r1", "state": {"message": "hi", "amount": 1.50}, "question": "Which?", "options": ` + optionsJSON(2) + `, "label": "o1"}`
+	row, err := contract.ParseRow([]byte(good))
+	require.NoError(t, err)
+	assert.Equal(t, "r1", row.ID)
+	assert.Equal(t, "Which?", row.Question)
+	assert.Equal(t, []contract.Option{{ID: "o0", Description: "option 0"}, {ID: "o1", Description: "option 1"}}, row.Options)
+	assert.Equal(t, "o1", row.Label)
+	evidence, err := pyjson.String(row.State)
+	require.NoError(t, err)
+	assert.Equal(t, `{"message": "hi", "amount": 1.5}`, evidence, "key order kept, floats as Python writes them")
+
+	numeric, err := contract.ParseRow([]byte(`{"id": 17, "state": null, "question": "", "options": ` + optionsJSON(16) + `}`))
+	require.NoError(t, err)
+	assert.Equal(t, json.RawMessage("17"), numeric.IDJSON())
+	assert.Empty(t, numeric.Label)
+	assert.Len(t, numeric.Options, 16)
+
+	bad := []struct {
+		name, line, wantID string
+		also               error
+	}{
+		{"malformed", `{"id": "x", "state": `, "null", nil},
+		{"not an object", `[1, 2]`, "null", nil},
+		{"missing id", `{"state": 1, "question": "q", "options": ` + optionsJSON(1) + `}`, "null", nil},
+		{"id wrong type", `{"id": [1], "state": 1, "question": "q", "options": ` + optionsJSON(1) + `}`, "null", nil},
+		{"missing state", `{"id": "a", "question": "q", "options": ` + optionsJSON(1) + `}`, `"a"`, nil},
+		{"missing question", `{"id": "a", "state": 1, "options": ` + optionsJSON(1) + `}`, `"a"`, nil},
+		{"question not a string", `{"id": "a", "state": 1, "question": 5, "options": ` + optionsJSON(1) + `}`, `"a"`, nil},
+		{"missing options", `{"id": "a", "state": 1, "question": "q"}`, `"a"`, nil},
+		{"zero options", `{"id": "a", "state": 1, "question": "q", "options": []}`, `"a"`, contract.ErrNoOptions},
+		{"17 options", `{"id": "a", "state": 1, "question": "q", "options": ` + optionsJSON(17) + `}`, `"a"`, contract.ErrTooManyOptions},
+		{"duplicate option ids", `{"id": "a", "state": 1, "question": "q", "options": [{"id": "x", "description": ""}, {"id": "x", "description": ""}]}`, `"a"`, nil},
+		{"option without id", `{"id": "a", "state": 1, "question": "q", "options": [{"description": "d"}]}`, `"a"`, nil},
+		{"option not an object", `{"id": "a", "state": 1, "question": "q", "options": ["x"]}`, `"a"`, nil},
+		{"label not a string", `{"id": "a", "state": 1, "question": "q", "options": ` + optionsJSON(1) + `, "label": 3}`, `"a"`, nil},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			row, err := contract.ParseRow([]byte(tc.line))
+			require.ErrorIs(t, err, contract.ErrRow)
+			if tc.also != nil {
+				assert.ErrorIs(t, err, tc.also)
+			}
+			assert.Equal(t, tc.wantID, string(row.IDJSON()))
+		})
+	}
+}
