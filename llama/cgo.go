@@ -1,0 +1,15 @@
+package llama
+
+// The native libraries come from `make native` (third_party/build-native.sh), which points
+// third_party/native at a cached static build of the pinned llama.cpp. The link flags for each
+// backend live in link_*.go.
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../third_party/native/include -O2
+#if !__has_include("llama.h")
+#error "gojev: the llama.cpp native libraries are not built. Run `make` (or `make native`) in the repository root first; see README.md."
+#endif
+#include <stdlib.h>
+#include "llama.h"
+*/
+import "C"
