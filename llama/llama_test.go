@@ -3,8 +3,8 @@ package llama_test
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"

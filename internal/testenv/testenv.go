@@ -74,3 +74,29 @@ func Python3(tb testing.TB) string {
 	}
 	return p
 }
+
+// DefaultModel returns the model the end-to-end tests run on: $JEV_MODEL, else the default
+// model `make model` caches (under $GOJEV_CACHE or the user cache folder, models/file), or
+// skips/fails through Missing when neither exists.
+func DefaultModel(tb testing.TB, file string) string {
+	tb.Helper()
+	if p := os.Getenv("JEV_MODEL"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			Missing(tb, "JEV_MODEL=%s: %v", p, err)
+		}
+		return p
+	}
+	cache := os.Getenv("GOJEV_CACHE")
+	if cache == "" {
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			Missing(tb, "no user cache folder for the default model: %v", err)
+		}
+		cache = filepath.Join(dir, "gojev")
+	}
+	p := filepath.Join(cache, "models", file)
+	if _, err := os.Stat(p); err != nil {
+		Missing(tb, "needs the default model (run `make model` or set JEV_MODEL): %v", err)
+	}
+	return p
+}
