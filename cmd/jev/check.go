@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/gojev/gojev/contract"
+)
+
+const checkSynopsis = `Usage: jev check -m MODEL.gguf [flags]
+
+Runs the start-up checks a model must pass before it is scored: the sixteen answer slots
+A..P are single, distinct tokens that decode back to "ABCDEFGHIJKLMNOP", and appending a
+letter to a rendered sample prompt never changes the prompt's tokens (the boundary check).
+Prints the slots (token ids and pieces), the chat template's SHA-256 and the boundary result.
+Exits 1, saying why, when the model fails.`
+
+func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	var mf modelFlags
+	mf.register(fs)
+	if err := parseFlags(fs, args, stderr, checkSynopsis); err != nil {
+		return err
+	}
+	d, err := mf.open(stderr)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	c := d.Check()
+	desc, _ := d.Model().Desc()
+	fmt.Fprintf(stdout, "model            %s (%s, n_vocab %d)\n", d.Model().Path(), desc, d.Model().Vocab().NVocab())
+	fmt.Fprintf(stdout, "prompt_version   %s\n", contract.PROMPT_VERSION)
+	fmt.Fprintf(stdout, "template_sha256  %s\n", c.TemplateSHA256)
+	fmt.Fprintf(stdout, "answer slots     ")
+	for i, s := range c.Slots {
+		if i > 0 {
+			fmt.Fprint(stdout, " ")
+		}
+		fmt.Fprintf(stdout, "%s=%d:%s", s.Letter, s.Token, strconv.Quote(s.Piece))
+	}
+	fmt.Fprintln(stdout)
+	fmt.Fprintf(stdout, "slots            ok: 16 single tokens, distinct, decode to %q\n", contract.LETTERS)
+	fmt.Fprintf(stdout, "boundary         ok on the sample prompt (%d tokens, sha256 %s)\n", c.SampleTokens, c.SamplePromptSHA256)
+	return nil
+}

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/decide"
+)
+
+const decideSynopsis = `Usage: jev decide -m MODEL.gguf [-i rows.jsonl] [-o out.jsonl] [flags]
+
+Decides every row under the direct-options-v1 contract and writes one JSON line per input
+line, in input order: the chosen option, each option's logit, logprob and probability, the
+prompt_version and the prompt_sha256. A bad row (malformed JSON, a missing field, 0 or more
+than 16 options, duplicate option ids, a prompt longer than n_ctx) gets {"id": ..., "error": ...}
+and the run goes on. A summary (rows, errors, accuracy where rows have a "label",
+decisions/s) goes to stderr.`
+
+func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("decide", flag.ContinueOnError)
+	var mf modelFlags
+	mf.register(fs)
+	var in, out string
+	var quiet bool
+	stringFlag(fs, &in, "i,input", "", "rows `file` (JSONL; default stdin)")
+	stringFlag(fs, &out, "o,output", "", "results `file` (JSONL; default stdout)")
+	boolFlag(fs, &quiet, "q,quiet", "no progress bar and no summary")
+	if err := parseFlags(fs, args, stderr, decideSynopsis); err != nil {
+		return err
+	}
+	r, closeIn, err := openInput(in, stdin)
+	if err != nil {
+		return err
+	}
+	defer closeIn()
+	w, closeOut, err := openOutput(out, stdout)
+	if err != nil {
+		return err
+	}
+	d, err := mf.open(stderr)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+
+	var bar *progressbar.ProgressBar
+	if !quiet && isTerminal(stderr) {
+		bar = progressbar.NewOptions64(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("deciding"),
+			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("rows"),
+			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+		if f, ok := r.(*os.File); ok {
+			if n, err := countLines(f); err == nil {
+				bar.ChangeMax64(int64(n))
+			}
+		}
+	}
+	var sum summary
+	start := time.Now()
+	err = decideStream(ctx, d, r, w, &sum, func() {
+		if bar != nil {
+			_ = bar.Add(1)
+		}
+	})
+	sum.elapsed = time.Since(start)
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	if cerr := closeOut(); err == nil {
+		err = cerr
+	}
+	if !quiet {
+		sum.print(stderr)
+	}
+	return err
+}
+
+// decideStream reads rows line by line and writes one complete JSON line per input line.
+// Each line is written with a single Write, so an interrupted run leaves only whole lines.
+func decideStream(ctx context.Context, d *decide.Decider, r io.Reader, w io.Writer, sum *summary, tick func()) error {
+	br := bufio.NewReaderSize(r, 1<<20)
+	enc := newLineEncoder()
+	for lineNo := 1; ; lineNo++ {
+		line, readErr := br.ReadBytes('\n')
+		if len(line) == 0 && readErr != nil {
+			if errors.Is(readErr, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("reading rows: %w", readErr)
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("stopped before line %d: %w", lineNo, err)
+		}
+		rec := decideLine(ctx, d, bytes.TrimSpace(line), lineNo, sum)
+		if ctx.Err() != nil {
+			// Interrupted mid-decision: the row is dropped, not half-written.
+			return fmt.Errorf("stopped at line %d: %w", lineNo, ctx.Err())
+		}
+		b, err := enc.encode(rec)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(b); err != nil {
+			return fmt.Errorf("writing results: %w", err)
+		}
+		tick()
+		if errors.Is(readErr, io.EOF) {
+			return nil
+		}
+	}
+}
+
+// errorRecord is the output line of a row that could not be decided.
+type errorRecord struct {
+	ID    json.RawMessage `json:"id"`
+	Line  int             `json:"line"`
+	Error string          `json:"error"`
+}
+
+func decideLine(ctx context.Context, d *decide.Decider, line []byte, lineNo int, sum *summary) any {
+	sum.rows++
+	row, err := contract.ParseRow(line)
+	if len(line) == 0 {
+		err = fmt.Errorf("%w: empty line", contract.ErrRow)
+	}
+	if err == nil {
+		var dec *decide.Decision
+		if dec, err = d.Decide(ctx, row); err == nil {
+			sum.add(dec)
+			return dec
+		}
+	}
+	sum.errors++
+	return errorRecord{ID: row.IDJSON(), Line: lineNo, Error: err.Error()}
+}
+
+// summary accumulates what the run prints at the end.
+type summary struct {
+	rows, errors, decided int
+	labelled, correct     int
+	promptTokens          int
+	elapsed               time.Duration
+}
+
+func (s *summary) add(d *decide.Decision) {
+	s.decided++
+	s.promptTokens += d.NPromptTokens
+	if d.Correct != nil {
+		s.labelled++
+		if *d.Correct {
+			s.correct++
+		}
+	}
+}
+
+func (s *summary) print(w io.Writer) {
+	secs := s.elapsed.Seconds()
+	fmt.Fprintf(w, "rows %d, decided %d, errors %d", s.rows, s.decided, s.errors)
+	if s.labelled > 0 {
+		fmt.Fprintf(w, ", accuracy %.1f%% (%d/%d labelled)", 100*float64(s.correct)/float64(s.labelled), s.correct, s.labelled)
+	}
+	if secs > 0 {
+		fmt.Fprintf(w, ", %.2f decisions/s, %.0f prompt tokens/s, %.1fs", float64(s.decided)/secs, float64(s.promptTokens)/secs, secs)
+	}
+	fmt.Fprintln(w)
+}
+
+// lineEncoder writes one value as one JSON line without HTML escaping.
+type lineEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+func newLineEncoder() *lineEncoder {
+	e := &lineEncoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false)
+	return e
+}
+
+func (e *lineEncoder) encode(v any) ([]byte, error) {
+	e.buf.Reset()
+	if err := e.enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return e.buf.Bytes(), nil
+}
+
+func openInput(path string, stdin io.Reader) (io.Reader, func(), error) {
+	if path == "" || path == "-" {
+		return stdin, func() {}, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, usageError{err}
+	}
+	return f, func() { _ = f.Close() }, nil
+}
+
+// openOutput opens the results file; closing it syncs it to disk.
+func openOutput(path string, stdout io.Writer) (io.Writer, func() error, error) {
+	if path == "" || path == "-" {
+		return stdout, func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, usageError{err}
+	}
+	return f, func() error {
+		if err := f.Sync(); err != nil {
+			_ = f.Close()
+			return err
+		}
+		return f.Close()
+	}, nil
+}
+
+// countLines counts the lines of a regular file and rewinds it, for the progress bar.
+func countLines(f *os.File) (int, error) {
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return 0, errors.New("not a regular file")
+	}
+	n := 0
+	br := bufio.NewReaderSize(f, 1<<20)
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 && (err == nil || errors.Is(err, io.EOF)) {
+			n++
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return 0, err
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			n-- // the line continues in the next chunk
+		}
+	}
+	_, err = f.Seek(0, io.SeekStart)
+	return n, err
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/gojev/gojev/decide"
+	"github.com/gojev/gojev/llama"
+	"github.com/gojev/gojev/pyjson"
+)
+
+// modelFlags are the flags every command shares, named after llama.cpp's own CLI.
+type modelFlags struct {
+	model        string
+	nCtx         int
+	nBatch       int
+	threads      int
+	nGPULayers   int
+	kwargs       string
+	templateFile string
+	templateDate string
+	noMmap       bool
+	verbose      bool
+}
+
+func (f *modelFlags) register(fs *flag.FlagSet) {
+	stringFlag(fs, &f.model, "m,model", "", "`path` of the GGUF model (default $JEV_MODEL, else the model `make model` fetched)")
+	intFlag(fs, &f.nCtx, "c,ctx-size", 4096, "n_ctx: the longest prompt in `tokens`; longer rows get an error record")
+	intFlag(fs, &f.nBatch, "b,batch-size", 512, "n_batch: most `tokens` per llama_decode call")
+	intFlag(fs, &f.threads, "t,threads", runtime.NumCPU(), "n_threads: CPU `threads` for decoding")
+	intFlag(fs, &f.nGPULayers, "ngl,n-gpu-layers", -1, "n_gpu_layers: `layers` to offload to the GPU (-1 all; no effect in a CPU build)")
+	stringFlag(fs, &f.kwargs, "chat-template-kwargs", `{"enable_thinking": false}`, "chat_template_kwargs: a JSON `object` of template variables")
+	stringFlag(fs, &f.templateFile, "chat-template-file", "", "Jinja chat template `file` to use instead of the model's tokenizer.chat_template")
+	stringFlag(fs, &f.templateDate, "template-date", "", "pin the `date` (YYYY-MM-DD) that strftime_now reads in templates (default: today)")
+	boolFlag(fs, &f.noMmap, "no-mmap", "read the weights into memory instead of memory-mapping them")
+	boolFlag(fs, &f.verbose, "v,verbose", "log llama.cpp's own messages (model loading, backends) to stderr")
+}
+
+// modelPath resolves -m, then $JEV_MODEL, then the cached default model.
+func (f *modelFlags) modelPath() (string, error) {
+	if f.model != "" {
+		return f.model, nil
+	}
+	if p := os.Getenv("JEV_MODEL"); p != "" {
+		return p, nil
+	}
+	cache := os.Getenv("GOJEV_CACHE")
+	if cache == "" {
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			return "", usageError{errors.New("no model: pass -m MODEL.gguf or set JEV_MODEL")}
+		}
+		cache = filepath.Join(dir, "gojev")
+	}
+	p := filepath.Join(cache, "models", decide.DefaultModelFile)
+	if _, err := os.Stat(p); err != nil {
+		return "", usageError{fmt.Errorf("no model: pass -m MODEL.gguf, set JEV_MODEL, or run `make model` to fetch the default (%s)", p)}
+	}
+	return p, nil
+}
+
+// options turns the flags into decide.Options.
+func (f *modelFlags) options() (decide.Options, error) {
+	opts := decide.Options{NGPULayers: f.nGPULayers, NCtx: f.nCtx, NBatch: f.nBatch, NThreads: f.threads, NoMmap: f.noMmap}
+	if f.nCtx <= 0 || f.nBatch <= 0 || f.threads <= 0 {
+		return opts, usageError{errors.New("-c, -b and -t must be positive")}
+	}
+	v, err := pyjson.Decode([]byte(f.kwargs))
+	if err != nil {
+		return opts, usageError{fmt.Errorf("--chat-template-kwargs: %w", err)}
+	}
+	obj, ok := v.(pyjson.Object)
+	if !ok {
+		return opts, usageError{errors.New("--chat-template-kwargs must be a JSON object")}
+	}
+	opts.ChatTemplateKwargs = templateValue(obj).(map[string]any)
+	if f.templateFile != "" {
+		src, err := os.ReadFile(f.templateFile)
+		if err != nil {
+			return opts, usageError{fmt.Errorf("--chat-template-file: %w", err)}
+		}
+		opts.ChatTemplate = string(src)
+	}
+	if f.templateDate != "" {
+		t, err := time.Parse(time.DateOnly, f.templateDate)
+		if err != nil {
+			return opts, usageError{fmt.Errorf("--template-date: want YYYY-MM-DD: %w", err)}
+		}
+		opts.TemplateTime = t
+	}
+	return opts, nil
+}
+
+// templateValue converts a decoded JSON value to the Go values the renderer takes as template
+// variables (objects become maps; booleans stay booleans, so false renders as False).
+func templateValue(v any) any {
+	switch x := v.(type) {
+	case pyjson.Object:
+		m := make(map[string]any, len(x))
+		for _, mem := range x {
+			m[mem.Key] = templateValue(mem.Value)
+		}
+		return m
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = templateValue(e)
+		}
+		return out
+	}
+	return v
+}
+
+// open loads the model and runs the start-up checks.
+func (f *modelFlags) open(stderr io.Writer) (*decide.Decider, error) {
+	llama.SetLogger(newLogger(stderr, f.verbose))
+	path, err := f.modelPath()
+	if err != nil {
+		return nil, err
+	}
+	opts, err := f.options()
+	if err != nil {
+		return nil, err
+	}
+	return decide.Open(path, opts)
+}
+
+// flagHelp records each flag's names once, so the usage lists "-m, --model" on one line.
+var flagHelp = map[*flag.FlagSet][][]string{}
+
+func names(spec string) []string { return strings.Split(spec, ",") }
+
+func stringFlag(fs *flag.FlagSet, p *string, spec, def, usage string) {
+	for _, n := range names(spec) {
+		fs.StringVar(p, n, def, usage)
+	}
+	flagHelp[fs] = append(flagHelp[fs], names(spec))
+}
+
+func intFlag(fs *flag.FlagSet, p *int, spec string, def int, usage string) {
+	for _, n := range names(spec) {
+		fs.IntVar(p, n, def, usage)
+	}
+	flagHelp[fs] = append(flagHelp[fs], names(spec))
+}
+
+func boolFlag(fs *flag.FlagSet, p *bool, spec, usage string) {
+	for _, n := range names(spec) {
+		fs.BoolVar(p, n, false, usage)
+	}
+	flagHelp[fs] = append(flagHelp[fs], names(spec))
+}
+
+// printFlags writes the flags in registration order: "  -m, --model path" and the usage.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	for _, group := range flagHelp[fs] {
+		f := fs.Lookup(group[0])
+		arg, usage := flag.UnquoteUsage(f)
+		var spelled []string
+		for _, n := range group {
+			if len(n) <= 3 {
+				spelled = append(spelled, "-"+n)
+			} else {
+				spelled = append(spelled, "--"+n)
+			}
+		}
+		line := "  " + strings.Join(spelled, ", ")
+		if arg != "" {
+			line += " " + arg
+		}
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintf(w, "%s\n      %s\n", line, usage)
+	}
+}
+
+// parseFlags parses args into fs; -h prints the usage and returns errHelp.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, synopsis string) error {
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "%s\n\nFlags:\n", synopsis)
+		printFlags(stderr, fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	return nil
+}

@@ -1,0 +1,94 @@
+// Command jev makes LLM decisions in-process: it loads a GGUF model through llama.cpp, renders
+// each row's decision prompt through the model's own chat template and reads the next-token
+// logits of the answer letters.
+//
+//	jev decide -m MODEL.gguf [-i rows.jsonl] [-o out.jsonl]
+//	jev render -m MODEL.gguf -i rows.jsonl
+//	jev check  -m MODEL.gguf
+//
+// Run `jev help` or `jev COMMAND -h` for the flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `jev makes LLM decisions in-process with llama.cpp.
+
+Usage:
+  jev decide -m MODEL.gguf [-i rows.jsonl] [-o out.jsonl]   decide every row (JSONL in, JSONL out)
+  jev render -m MODEL.gguf [-i rows.jsonl]                  print each row's rendered prompt and its hash
+  jev check  -m MODEL.gguf                                  run the start-up checks and print the answer slots
+
+A row is one JSON object per line:
+  {"id": "r1", "state": {"message": "..."}, "question": "...",
+   "options": [{"id": "refund", "description": "..."}, ...], "label": "refund"}
+(1 to 16 options; "label" is optional and only used to report accuracy).
+
+The model defaults to $JEV_MODEL, else the default model fetched by "make model".
+Run "jev COMMAND -h" for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run executes one jev command and returns the process exit code: 0 on success, 1 when the
+// command failed, 2 for a usage error.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "decide":
+		err = runDecide(ctx, args[1:], stdin, stdout, stderr)
+	case "render":
+		err = runRender(ctx, args[1:], stdin, stdout, stderr)
+	case "check":
+		err = runCheck(ctx, args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "jev: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, errHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "jev %s: %v\n", args[0], ue.err)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "jev %s: %v\n", args[0], err)
+		return 1
+	}
+}
+
+// errHelp reports that -h printed a command's usage (exit code 0).
+var errHelp = errors.New("help requested")
+
+// usageError marks a command-line mistake (exit code 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+
+func newLogger(stderr io.Writer, verbose bool) *slog.Logger {
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gojev/gojev/decide"
+	"github.com/gojev/gojev/internal/testenv"
+)
+
+func jev(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func modelArgs(t *testing.T) []string {
+	return []string{"-m", testenv.DefaultModel(t, decide.DefaultModelFile), "-t", "2"}
+}
+
+func TestUsage(t *testing.T) {
+	code, _, stderr := jev(t, "")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "jev decide -m MODEL.gguf")
+	code, stdout, _ := jev(t, "", "help")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, stdout, "Usage:")
+	code, _, stderr = jev(t, "", "decide", "-h")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, stderr, "--chat-template-kwargs")
+	assert.Contains(t, stderr, "n_ctx")
+	code, _, stderr = jev(t, "", "decide", "--no-such-flag")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "no-such-flag")
+	code, _, stderr = jev(t, "", "frobnicate")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, `unknown command "frobnicate"`)
+	code, _, stderr = jev(t, "", "check", "-m", filepath.Join(t.TempDir(), "missing.gguf"))
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "missing.gguf")
+	code, _, stderr = jev(t, "", "check", "-m", "x.gguf", "--chat-template-kwargs", "[1]")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "must be a JSON object")
+}
+
+func row(id string, nOptions int) string {
+	opts := make([]string, nOptions)
+	for i := range opts {
+		opts[i] = fmt.Sprintf(`{"id": "o%d", "description": "Option number %d."}`, i, i)
+	}
+	return fmt.Sprintf(`{"id": %q, "state": {"message": "I was charged twice."}, "question": "Which option?", "options": [%s], "label": "o0"}`, id, strings.Join(opts, ", "))
+}
+
+// A file with a 17-option row, a malformed line, duplicate option ids and a blank line yields
+// error records for those and decisions for the rest, one output line per input line, in order.
+func TestDecideGoesOnPastBadRows(t *testing.T) {
+	lines := []string{
+		row("good-1", 3),
+		row("too-many", 17),
+		`{"id": "broken", "state": `,
+		`{"id": "dupes", "state": 1, "question": "q", "options": [{"id": "a", "description": ""}, {"id": "a", "description": ""}]}`,
+		``,
+		row("none", 0),
+		row("good-2", 16),
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "rows.jsonl")
+	require.NoError(t, os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	out := filepath.Join(dir, "out.jsonl")
+	args := append([]string{"decide"}, modelArgs(t)...)
+	code, _, stderr := jev(t, "", append(args, "-i", in, "-o", out)...)
+	require.Equal(t, 0, code, stderr)
+
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	got := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	require.Len(t, got, len(lines))
+	type rec struct {
+		ID           json.RawMessage   `json:"id"`
+		Error        string            `json:"error"`
+		Line         int               `json:"line"`
+		Chosen       string            `json:"chosen"`
+		PromptSHA256 string            `json:"prompt_sha256"`
+		Options      []json.RawMessage `json:"options"`
+	}
+	wantErr := []string{"", "at most 16 options", "bad row", "duplicate option id", "empty line", "at least one option", ""}
+	wantID := []string{`"good-1"`, `"too-many"`, `null`, `"dupes"`, `null`, `"none"`, `"good-2"`}
+	for i, line := range got {
+		var r rec
+		require.NoError(t, json.Unmarshal([]byte(line), &r), line)
+		assert.Equal(t, wantID[i], string(r.ID), "line %d", i+1)
+		if wantErr[i] == "" {
+			assert.Empty(t, r.Error, "line %d", i+1)
+			assert.NotEmpty(t, r.Chosen)
+			assert.Len(t, r.PromptSHA256, 64)
+		} else {
+			assert.Contains(t, r.Error, wantErr[i], "line %d", i+1)
+			assert.Equal(t, i+1, r.Line)
+		}
+	}
+	assert.Contains(t, stderr, "rows 7, decided 2, errors 5")
+	assert.Contains(t, stderr, "accuracy")
+	assert.Contains(t, stderr, "decisions/s")
+}
+
+func TestRenderPrintsThePromptAndItsHash(t *testing.T) {
+	args := append([]string{"render"}, modelArgs(t)...)
+	code, stdout, stderr := jev(t, row("r1", 2)+"\n", args...)
+	require.Equal(t, 0, code, stderr)
+	var r struct {
+		ID            string `json:"id"`
+		PromptSHA256  string `json:"prompt_sha256"`
+		NPromptTokens int    `json:"n_prompt_tokens"`
+		Prompt        string `json:"prompt"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &r))
+	sum := sha256.Sum256([]byte(r.Prompt))
+	assert.Equal(t, hex.EncodeToString(sum[:]), r.PromptSHA256)
+	assert.Equal(t, "r1", r.ID)
+	assert.Greater(t, r.NPromptTokens, 50)
+	assert.Contains(t, r.Prompt, `{"letter": "B", "description": "Option number 1."}`)
+}
+
+func TestCheckPrintsTheSlots(t *testing.T) {
+	args := append([]string{"check"}, modelArgs(t)...)
+	code, stdout, stderr := jev(t, "", args...)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, `A=`)
+	assert.Contains(t, stdout, `P=`)
+	assert.Contains(t, stdout, "boundary         ok")
+	assert.Contains(t, stdout, "template_sha256")
+}
