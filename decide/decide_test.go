@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -190,4 +191,33 @@ func errorsIsAny(err error, targets ...error) bool {
 		}
 	}
 	return false
+}
+
+func TestConcurrentDecisionsMatchSequential(t *testing.T) {
+	d := openDefault(t, decide.Options{})
+	rows := exampleRows(t)[:6]
+	want := make([]*decide.Decision, len(rows))
+	for i, row := range rows {
+		dec, err := d.Decide(context.Background(), row)
+		require.NoError(t, err)
+		want[i] = dec
+	}
+	got := make([]*decide.Decision, len(rows))
+	var wg sync.WaitGroup
+	for i, row := range rows {
+		wg.Go(func() {
+			dec, err := d.Decide(context.Background(), row)
+			assert.NoError(t, err)
+			got[i] = dec
+		})
+	}
+	wg.Wait()
+	for i := range rows {
+		require.NotNil(t, got[i])
+		assert.Equal(t, want[i].PromptSHA256, got[i].PromptSHA256)
+		assert.Equal(t, want[i].Chosen, got[i].Chosen)
+		for k := range want[i].Options {
+			assert.Equal(t, want[i].Options[k].Logit, got[i].Options[k].Logit)
+		}
+	}
 }

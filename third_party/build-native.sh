@@ -42,7 +42,7 @@ if [ ! -f "$out/.complete" ]; then
   cmake -S "$root" -B "$build" "${gen[@]}" "${flags[@]}" >"$build.configure.log" 2>&1 \
     || { cat "$build.configure.log" >&2; say "cmake configure failed"; exit 1; }
   cmake --build "$build" --config Release -j "${JOBS:-$(nproc 2>/dev/null || sysctl -n hw.ncpu)}" \
-    --target llama ggml ggml-base ggml-cpu
+    --target llama ggml ggml-base ggml-cpu >&2
   rm -rf "$out.tmp"
   mkdir -p "$out.tmp/lib" "$out.tmp/include"
   find "$build" -name '*.a' -exec cp {} "$out.tmp/lib/" \;
