@@ -1,7 +1,7 @@
 package llama
 
 /*
-#include "llama.h"
+#include "gojev.h"
 */
 import "C"
 

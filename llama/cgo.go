@@ -6,10 +6,6 @@ package llama
 
 /*
 #cgo CFLAGS: -I${SRCDIR}/../third_party/native/include -O2
-#if !__has_include("llama.h")
-#error "gojev: the llama.cpp native libraries are not built. Run `make` (or `make native`) in the repository root first; see README.md."
-#endif
-#include <stdlib.h>
-#include "llama.h"
+#include "gojev.h"
 */
 import "C"

@@ -1,8 +1,7 @@
 package llama
 
 /*
-#include <stdlib.h>
-#include "llama.h"
+#include "gojev.h"
 
 // The abort flag lives in C memory owned by the Context; llama.cpp's compute threads read it
 // through this callback, and Go sets it when the caller's context.Context is cancelled.

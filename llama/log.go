@@ -1,7 +1,7 @@
 package llama
 
 /*
-#include "llama.h"
+#include "gojev.h"
 
 extern void gojevLog(int level, char *text);
 

@@ -1,8 +1,7 @@
 package llama
 
 /*
-#include <stdlib.h>
-#include "llama.h"
+#include "gojev.h"
 */
 import "C"
 

@@ -1,0 +1,10 @@
+// Included by every cgo preamble of package llama, so that a build without the native
+// libraries stops at the first file with one clear line instead of a wall of errors.
+#ifndef GOJEV_LLAMA_H
+#define GOJEV_LLAMA_H
+#if !__has_include("llama.h")
+#error "gojev: the llama.cpp native libraries are not built. Run `make` (or `make native`) in the repository root first; see README.md."
+#endif
+#include <stdlib.h>
+#include "llama.h"
+#endif
