@@ -55,6 +55,9 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	defer d.Close()
 
+	if f, ok := r.(*os.File); ok && in == "" && term.IsTerminal(int(f.Fd())) && !quiet {
+		fmt.Fprintln(stderr, "jev decide: reading rows from stdin (one JSON object a line; Ctrl-D ends); -i FILE reads a file")
+	}
 	var bar *progressbar.ProgressBar
 	if !quiet && isTerminal(stderr) {
 		bar = progressbar.NewOptions64(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("deciding"),
