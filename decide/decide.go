@@ -81,6 +81,7 @@ type Decider struct {
 	nCtx   int
 	nBatch int
 	check  Check
+	cached []llama.Token // the tokens of sequence 0 now in the KV cache, guarded by mu
 }
 
 // Open loads the model at path, prepares its chat template and runs the start-up checks:
@@ -113,7 +114,7 @@ func newDecider(model *llama.Model, opts Options) (*Decider, error) {
 			return nil, err
 		}
 		if !ok {
-			return nil, fmt.Errorf("%w: %s has no tokenizer.chat_template; pass one with --chat-template-file", ErrNoTemplate, model.Path())
+			return nil, fmt.Errorf("%w: %s has no tokenizer.chat_template; set Options.ChatTemplate (jev: --chat-template-file)", ErrNoTemplate, model.Path())
 		}
 		source = s
 	}
@@ -309,8 +310,13 @@ func (d *Decider) Decide(ctx context.Context, row contract.Row) (*Decision, erro
 	return dec, nil
 }
 
-// nextTokenLogits decodes tokens as a fresh sequence, in chunks of n_batch, and returns the
-// logits after the last one.
+// nextTokenLogits decodes tokens as sequence 0 and returns the logits after the last one.
+//
+// Tokens that the previous prompt left in the KV cache and that this prompt starts with (the
+// system prompt and the template's head, typically) are not decoded again: the cache is cut
+// back to the common prefix and only the rest is decoded, in chunks of ≤ n_batch tokens. At
+// least two tokens are always decoded, so no batch is a single token. Without flash attention,
+// this gives bit-identical logits to decoding the whole prompt (a test checks it).
 func (d *Decider) nextTokenLogits(ctx context.Context, tokens []llama.Token) ([]float32, error) {
 	if len(tokens) > d.nCtx {
 		return nil, &PromptTooLongError{NTokens: len(tokens), NCtx: d.nCtx}
@@ -320,13 +326,20 @@ func (d *Decider) nextTokenLogits(ctx context.Context, tokens []llama.Token) ([]
 	if d.lctx == nil {
 		return nil, llama.ErrClosed
 	}
-	if err := d.lctx.MemoryClear(); err != nil {
-		return nil, err
+	keep := max(0, min(commonPrefix(d.cached, tokens), len(tokens)-2))
+	if keep < len(d.cached) {
+		if ok, err := d.lctx.SeqRm(0, keep, -1); err != nil || !ok {
+			keep = 0
+			if err := d.lctx.MemoryClear(); err != nil {
+				return nil, err
+			}
+		}
 	}
+	d.cached = d.cached[:keep]
 	last := 0
-	for _, span := range chunks(len(tokens), d.nBatch) {
+	for _, span := range chunks(len(tokens)-keep, d.nBatch) {
 		d.batch.Clear()
-		for i := span[0]; i < span[1]; i++ {
+		for i := keep + span[0]; i < keep+span[1]; i++ {
 			row, err := d.batch.Add(tokens[i], i, []int{0}, i == len(tokens)-1)
 			if err != nil {
 				return nil, err
@@ -334,10 +347,22 @@ func (d *Decider) nextTokenLogits(ctx context.Context, tokens []llama.Token) ([]
 			last = row
 		}
 		if err := d.lctx.Decode(ctx, d.batch); err != nil {
+			// The cache may hold part of this prompt: forget it all.
+			d.cached = d.cached[:0]
+			_ = d.lctx.MemoryClear()
 			return nil, err
 		}
+		d.cached = append(d.cached, tokens[keep+span[0]:keep+span[1]]...)
 	}
 	return d.lctx.Logits(last)
+}
+
+func commonPrefix(a, b []llama.Token) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
 
 // chunks splits n tokens into [start, end) spans of at most size tokens, of near-equal

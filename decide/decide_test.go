@@ -221,3 +221,23 @@ func TestConcurrentDecisionsMatchSequential(t *testing.T) {
 		}
 	}
 }
+
+// Reusing the cached prefix of the previous prompt gives the same logits, bit for bit, as
+// decoding each prompt in a fresh context.
+func TestPrefixReuseGivesTheSameLogits(t *testing.T) {
+	rows := exampleRows(t)[:3]
+	rows = append(rows, rows[0]) // a prompt entirely in the cache still decodes its last tokens
+	shared := openDefault(t, decide.Options{})
+	for i, row := range rows {
+		got, err := shared.Decide(context.Background(), row)
+		require.NoError(t, err)
+		fresh := openDefault(t, decide.Options{})
+		want, err := fresh.Decide(context.Background(), row)
+		require.NoError(t, err)
+		require.NoError(t, fresh.Close())
+		for k := range want.Options {
+			assert.Equal(t, want.Options[k].Logit, got.Options[k].Logit, "row %d option %d", i, k)
+			assert.Equal(t, want.Options[k].Logprob, got.Options[k].Logprob, "row %d option %d", i, k)
+		}
+	}
+}
