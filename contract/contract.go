@@ -33,8 +33,8 @@ var BINARY_WORDS = [2]string{"yes", "no"}
 
 // Errors of the contract, testable with errors.Is. Returned errors wrap them with detail.
 var (
-	ErrNoOptions          = errors.New("contract: a decision needs at least one option")
-	ErrTooManyOptions     = fmt.Errorf("contract: a decision lists at most %d options (letters A-P)", MaxOptions)
+	ErrNoOptions          = errors.New("a decision needs at least one option")
+	ErrTooManyOptions     = fmt.Errorf("a decision lists at most %d options (letters A-P)", MaxOptions)
 	ErrSlotNotSingleToken = errors.New("contract: answer slot is not a single token")
 	ErrSlotCollision      = errors.New("contract: answer-slot tokens collide")
 	ErrSlotRoundTrip      = errors.New("contract: answer slots do not decode back")

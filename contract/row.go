@@ -46,8 +46,15 @@ func idJSON(id any) json.RawMessage {
 // (Row.ID), so the caller can report the error against it. Errors wrap ErrRow.
 func ParseRow(line []byte) (Row, error) {
 	var row Row
+	if len(line) == 0 {
+		return row, fmt.Errorf("%w: empty line", ErrRow)
+	}
 	v, err := pyjson.Decode(line)
-	if err != nil {
+	var se *pyjson.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		return row, fmt.Errorf("%w: invalid JSON at byte %d: %s: %w", ErrRow, se.Offset, se.Msg, pyjson.ErrSyntax)
+	case err != nil:
 		return row, fmt.Errorf("%w: %w", ErrRow, err)
 	}
 	obj, ok := v.(pyjson.Object)
@@ -132,6 +139,9 @@ func ParseRow(line []byte) (Row, error) {
 		s, ok := label.(string)
 		if !ok {
 			return row, fmt.Errorf("%w: \"label\" must be a string", ErrRow)
+		}
+		if !seen[s] {
+			return row, fmt.Errorf("%w: \"label\" %q is not one of the option ids", ErrRow, s)
 		}
 		row.Label = s
 	}

@@ -56,6 +56,8 @@ func TestParseRow(t *testing.T) {
 		{"duplicate option ids", `{"id": "a", "state": 1, "question": "q", "options": [{"id": "x", "description": ""}, {"id": "x", "description": ""}]}`, `"a"`, nil},
 		{"option without id", `{"id": "a", "state": 1, "question": "q", "options": [{"description": "d"}]}`, `"a"`, nil},
 		{"option not an object", `{"id": "a", "state": 1, "question": "q", "options": ["x"]}`, `"a"`, nil},
+		{"label not an option", `{"id": "a", "state": 1, "question": "q", "options": ` + optionsJSON(1) + `, "label": "zz"}`, `"a"`, nil},
+		{"empty line", ``, "null", nil},
 		{"label not a string", `{"id": "a", "state": 1, "question": "q", "options": ` + optionsJSON(1) + `, "label": 3}`, `"a"`, nil},
 	}
 	for _, tc := range bad {

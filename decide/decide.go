@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -22,16 +23,24 @@ var (
 	ErrPromptTooLong = errors.New("decide: prompt longer than n_ctx")
 	// ErrSpecialText: a message's content contains text that tokenizes as a special/control
 	// token (e.g. "<end_of_turn>"), which would let row content rewrite the prompt's structure.
-	ErrSpecialText = errors.New("decide: content contains special-token text")
+	ErrSpecialText = errors.New("content contains special-token text")
 	// ErrNoTemplate: the model has no chat template in its metadata and none was given.
 	ErrNoTemplate = errors.New("decide: no chat template")
 )
 
-// PromptTooLongError reports a prompt that cannot fit the context: NTokens > NCtx.
-type PromptTooLongError struct{ NTokens, NCtx int }
+// PromptTooLongError reports a prompt that cannot fit the context: NTokens > NCtx. NCtxTrain
+// is the model's training context, the most NCtx can be raised to.
+type PromptTooLongError struct{ NTokens, NCtx, NCtxTrain int }
 
 func (e *PromptTooLongError) Error() string {
-	return fmt.Sprintf("prompt has %d tokens, more than n_ctx=%d (raise -c/--ctx-size)", e.NTokens, e.NCtx)
+	msg := fmt.Sprintf("prompt has %d tokens, more than n_ctx=%d", e.NTokens, e.NCtx)
+	switch {
+	case e.NCtxTrain > e.NCtx:
+		msg += fmt.Sprintf(" (raise n_ctx, jev -c, up to the model's %d)", e.NCtxTrain)
+	case e.NCtxTrain > 0:
+		msg += " (the model's training context; it cannot take a longer prompt)"
+	}
+	return msg
 }
 
 func (e *PromptTooLongError) Unwrap() error { return ErrPromptTooLong }
@@ -80,8 +89,10 @@ type Decider struct {
 	render render.Options
 	nCtx   int
 	nBatch int
-	check  Check
-	cached []llama.Token // the tokens of sequence 0 now in the KV cache, guarded by mu
+	// nCtxTrain is the model's training context (the most n_ctx may be).
+	nCtxTrain int
+	check     Check
+	cached    []llama.Token // the tokens of sequence 0 now in the KV cache, guarded by mu
 }
 
 // Open loads the model at path, prepares its chat template and runs the start-up checks:
@@ -154,7 +165,12 @@ func newDecider(model *llama.Model, opts Options) (*Decider, error) {
 	if nCtx == 0 {
 		nCtx = 4096
 	}
-	if train, err := model.NCtxTrain(); err == nil && train > 0 && nCtx > train {
+	train, err := model.NCtxTrain()
+	if err != nil {
+		return nil, err
+	}
+	if train > 0 && nCtx > train {
+		slog.Warn("n_ctx exceeds the model's training context; using that", "n_ctx", nCtx, "n_ctx_train", train)
 		nCtx = train
 	}
 	nBatch := opts.NBatch
@@ -171,7 +187,7 @@ func newDecider(model *llama.Model, opts Options) (*Decider, error) {
 		_ = lctx.Close()
 		return nil, err
 	}
-	d.lctx, d.batch, d.nCtx, d.nBatch = lctx, batch, lctx.NCtx(), nBatch
+	d.lctx, d.batch, d.nCtx, d.nBatch, d.nCtxTrain = lctx, batch, lctx.NCtx(), nBatch, train
 	return d, nil
 }
 
@@ -220,7 +236,7 @@ func (d *Decider) renderMessages(msgs []contract.ChatMessage) (Prompt, error) {
 	rm := make([]render.Message, len(msgs))
 	for i, m := range msgs {
 		if err := d.checkSpecialText(m.Content); err != nil {
-			return Prompt{}, fmt.Errorf("%s message: %w", m.Role, err)
+			return Prompt{}, fmt.Errorf("%w in the %s message", err, m.Role)
 		}
 		rm[i] = render.Message{Role: m.Role, Content: m.Content}
 	}
@@ -250,10 +266,13 @@ func (d *Decider) checkSpecialText(content string) error {
 	if slices.Equal(plain, special) {
 		return nil
 	}
+	// Name the special token: the one whose text disappears when special tokens are not
+	// rendered (llama_token_to_piece with special=false gives "" for control tokens).
 	for _, t := range special {
-		if !slices.Contains(plain, t) {
-			piece, _ := v.TokenToPiece(t, true)
-			return fmt.Errorf("%w: %q", ErrSpecialText, piece)
+		shown, err1 := v.TokenToPiece(t, true)
+		hidden, err2 := v.TokenToPiece(t, false)
+		if err1 == nil && err2 == nil && shown != hidden {
+			return fmt.Errorf("%w %q", ErrSpecialText, shown)
 		}
 	}
 	return ErrSpecialText
@@ -319,7 +338,7 @@ func (d *Decider) Decide(ctx context.Context, row contract.Row) (*Decision, erro
 // this gives bit-identical logits to decoding the whole prompt (a test checks it).
 func (d *Decider) nextTokenLogits(ctx context.Context, tokens []llama.Token) ([]float32, error) {
 	if len(tokens) > d.nCtx {
-		return nil, &PromptTooLongError{NTokens: len(tokens), NCtx: d.nCtx}
+		return nil, &PromptTooLongError{NTokens: len(tokens), NCtx: d.nCtx, NCtxTrain: d.nCtxTrain}
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

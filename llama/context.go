@@ -197,9 +197,17 @@ func (c *Context) Decode(ctx context.Context, b *Batch) error {
 		outputs[i] = logits
 	}
 	C.gojev_set_flag(c.abort, 0)
-	stop := context.AfterFunc(ctx, func() { C.gojev_set_flag(c.abort, 1) })
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		aborting.Add(1)
+		C.gojev_set_flag(c.abort, 1)
+		close(fired)
+	})
 	rc := int(C.llama_decode(c.c, b.c))
-	stop()
+	if !stop() { // the abort fired (or is firing): wait for it, then stop expecting its log
+		<-fired
+		aborting.Add(-1)
+	}
 	c.outputs = nil
 	switch {
 	case rc == 0:

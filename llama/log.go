@@ -48,6 +48,10 @@ var logLine struct {
 	level slog.Level
 }
 
+// aborting counts decodes being aborted on purpose (their context was cancelled). llama.cpp
+// logs an abort as graph_compute errors; while one is expected they go to the debug level.
+var aborting atomic.Int32
+
 //export gojevLog
 func gojevLog(level C.int, text *C.char) {
 	s := C.GoString(text)
@@ -59,6 +63,9 @@ func gojevLog(level C.int, text *C.char) {
 			logLine.buf.Reset()
 		}
 		logLine.level = slogLevel(level)
+		if aborting.Load() > 0 && logLine.level > slog.LevelDebug {
+			logLine.level = slog.LevelDebug
+		}
 	}
 	logLine.buf.WriteString(s)
 	if strings.HasSuffix(s, "\n") {

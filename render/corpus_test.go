@@ -85,7 +85,7 @@ func TestCorpusMatchesPythonJinja2(t *testing.T) {
 			case gerr != nil:
 				bothRaise++
 			case knownLenient[py.Name] != "":
-				t.Logf("%s: Python raised %s, Go rendered: %s", py.Name, deref(py.ErrorType), knownLenient[py.Name])
+				t.Logf("%s: Python raises (%s), Go renders it (known: %s)", py.Name, deref(py.ErrorType), knownLenient[py.Name])
 			default:
 				t.Errorf("%s: Python raised %s (%s) but Go rendered", py.Name, deref(py.ErrorType), deref(py.Error))
 			}

@@ -24,14 +24,16 @@ const decideSynopsis = `Usage: jev decide -m MODEL.gguf [-i rows.jsonl] [-o out.
 Decides every row under the direct-options-v1 contract and writes one JSON line per input
 line, in input order: the chosen option, each option's logit, logprob and probability, the
 prompt_version and the prompt_sha256. A bad row (malformed JSON, a missing field, 0 or more
-than 16 options, duplicate option ids, a prompt longer than n_ctx) gets {"id": ..., "error": ...}
-and the run goes on. A summary (rows, errors, accuracy where rows have a "label",
-decisions/s) goes to stderr.`
+than 16 options, duplicate option ids, a label that is not an option id, a prompt longer than
+n_ctx, content containing special-token text) gets {"id": ..., "line": N, "error": "..."} and
+the run goes on. A summary (rows, errors, accuracy where rows have a "label", decisions/s)
+goes to stderr. Ctrl-C stops after the row in flight, leaving only whole lines.`
 
 func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("decide", flag.ContinueOnError)
 	var mf modelFlags
 	mf.register(fs)
+	mf.registerDecoding(fs)
 	var in, out string
 	var quiet bool
 	stringFlag(fs, &in, "i,input", "", "rows `file` (JSONL; default stdin)")
@@ -105,11 +107,12 @@ func decideStream(ctx context.Context, d *decide.Decider, r io.Reader, w io.Writ
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("stopped before line %d: %w", lineNo, err)
 		}
-		rec := decideLine(ctx, d, bytes.TrimSpace(line), lineNo, sum)
+		rec, decided := decideLine(ctx, d, bytes.TrimSpace(line), lineNo)
 		if ctx.Err() != nil {
-			// Interrupted mid-decision: the row is dropped, not half-written.
+			// Interrupted mid-decision: the row is dropped, not half-written or counted.
 			return fmt.Errorf("stopped at line %d: %w", lineNo, ctx.Err())
 		}
+		sum.add(decided)
 		b, err := enc.encode(rec)
 		if err != nil {
 			return err
@@ -131,21 +134,16 @@ type errorRecord struct {
 	Error string          `json:"error"`
 }
 
-func decideLine(ctx context.Context, d *decide.Decider, line []byte, lineNo int, sum *summary) any {
-	sum.rows++
+// decideLine turns one input line into its output record: the decision, or an error record.
+func decideLine(ctx context.Context, d *decide.Decider, line []byte, lineNo int) (any, *decide.Decision) {
 	row, err := contract.ParseRow(line)
-	if len(line) == 0 {
-		err = fmt.Errorf("%w: empty line", contract.ErrRow)
-	}
 	if err == nil {
 		var dec *decide.Decision
 		if dec, err = d.Decide(ctx, row); err == nil {
-			sum.add(dec)
-			return dec
+			return dec, dec
 		}
 	}
-	sum.errors++
-	return errorRecord{ID: row.IDJSON(), Line: lineNo, Error: err.Error()}
+	return errorRecord{ID: row.IDJSON(), Line: lineNo, Error: err.Error()}, nil
 }
 
 // summary accumulates what the run prints at the end.
@@ -156,7 +154,13 @@ type summary struct {
 	elapsed               time.Duration
 }
 
+// add counts one output line: a decision, or an error record when d is nil.
 func (s *summary) add(d *decide.Decision) {
+	s.rows++
+	if d == nil {
+		s.errors++
+		return
+	}
 	s.decided++
 	s.promptTokens += d.NPromptTokens
 	if d.Correct != nil {

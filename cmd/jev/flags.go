@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -32,8 +33,6 @@ type modelFlags struct {
 
 func (f *modelFlags) register(fs *flag.FlagSet) {
 	stringFlag(fs, &f.model, "m,model", "", "`path` of the GGUF model (default $JEV_MODEL, else the model `make model` fetched)")
-	intFlag(fs, &f.nCtx, "c,ctx-size", 4096, "n_ctx: the longest prompt in `tokens`; longer rows get an error record")
-	intFlag(fs, &f.nBatch, "b,batch-size", 512, "n_batch: most `tokens` per llama_decode call")
 	intFlag(fs, &f.threads, "t,threads", runtime.NumCPU(), "n_threads: CPU `threads` for decoding")
 	intFlag(fs, &f.nGPULayers, "ngl,n-gpu-layers", -1, "n_gpu_layers: `layers` to offload to the GPU (-1 all; no effect in a CPU build)")
 	stringFlag(fs, &f.kwargs, "chat-template-kwargs", `{"enable_thinking": false}`, "chat_template_kwargs: a JSON `object` of template variables")
@@ -41,6 +40,13 @@ func (f *modelFlags) register(fs *flag.FlagSet) {
 	stringFlag(fs, &f.templateDate, "template-date", "", "pin the `date` (YYYY-MM-DD) that strftime_now reads in templates (default: today)")
 	boolFlag(fs, &f.noMmap, "no-mmap", "read the weights into memory instead of memory-mapping them")
 	boolFlag(fs, &f.verbose, "v,verbose", "log llama.cpp's own messages (model loading, backends) to stderr")
+	f.nCtx, f.nBatch = 4096, 512
+}
+
+// registerDecoding adds the flags that matter only when rows are decoded (jev decide).
+func (f *modelFlags) registerDecoding(fs *flag.FlagSet) {
+	intFlag(fs, &f.nCtx, "c,ctx-size", 4096, "n_ctx: the longest prompt in `tokens`; longer rows get an error record (llama.cpp rounds small values up to 256 and jev caps it at the model's training context)")
+	intFlag(fs, &f.nBatch, "b,batch-size", 512, "n_batch: most `tokens` per llama_decode call")
 }
 
 // modelPath resolves -m, then $JEV_MODEL, then the cached default model.
@@ -69,11 +75,19 @@ func (f *modelFlags) modelPath() (string, error) {
 // options turns the flags into decide.Options.
 func (f *modelFlags) options() (decide.Options, error) {
 	opts := decide.Options{NGPULayers: f.nGPULayers, NCtx: f.nCtx, NBatch: f.nBatch, NThreads: f.threads, NoMmap: f.noMmap}
-	if f.nCtx <= 0 || f.nBatch <= 0 || f.threads <= 0 {
-		return opts, usageError{errors.New("-c, -b and -t must be positive")}
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"-c/--ctx-size", f.nCtx}, {"-b/--batch-size", f.nBatch}, {"-t/--threads", f.threads}} {
+		if v.n <= 0 {
+			return opts, usageError{fmt.Errorf("%s must be positive, got %d", v.name, v.n)}
+		}
 	}
 	v, err := pyjson.Decode([]byte(f.kwargs))
-	if err != nil {
+	var se *pyjson.SyntaxError
+	if errors.As(err, &se) {
+		return opts, usageError{fmt.Errorf("--chat-template-kwargs: invalid JSON at byte %d: %s", se.Offset, se.Msg)}
+	} else if err != nil {
 		return opts, usageError{fmt.Errorf("--chat-template-kwargs: %w", err)}
 	}
 	obj, ok := v.(pyjson.Object)
@@ -120,7 +134,9 @@ func templateValue(v any) any {
 
 // open loads the model and runs the start-up checks.
 func (f *modelFlags) open(stderr io.Writer) (*decide.Decider, error) {
-	llama.SetLogger(newLogger(stderr, f.verbose))
+	logger := newLogger(stderr, f.verbose)
+	slog.SetDefault(logger)
+	llama.SetLogger(logger)
 	path, err := f.modelPath()
 	if err != nil {
 		return nil, err
@@ -184,16 +200,17 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 
 // parseFlags parses args into fs; -h prints the usage and returns errHelp.
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, synopsis string) error {
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "%s\n\nFlags:\n", synopsis)
-		printFlags(stderr, fs)
-	}
+	// The flag package prints the usage on every parse error; print it only for -h, and
+	// answer a mistake with the mistake and a pointer to -h.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stderr, "%s\n\nFlags:\n", synopsis)
+			printFlags(stderr, fs)
 			return errHelp
 		}
-		return usageError{err}
+		return usageError{fmt.Errorf("%w (jev %s -h lists the flags)", err, fs.Name())}
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}

@@ -142,3 +142,32 @@ func TestCheckPrintsTheSlots(t *testing.T) {
 	assert.Contains(t, stdout, "boundary         ok")
 	assert.Contains(t, stdout, "template_sha256")
 }
+
+// cancelAfterFirstLine cancels the run as soon as the first output line is written, as a
+// Ctrl-C during the second row would.
+type cancelAfterFirstLine struct {
+	bytes.Buffer
+	cancel context.CancelFunc
+}
+
+func (w *cancelAfterFirstLine) Write(p []byte) (int, error) {
+	defer w.cancel()
+	return w.Buffer.Write(p)
+}
+
+func TestInterruptedRunLeavesWholeLines(t *testing.T) {
+	d, err := decide.Open(testenv.DefaultModel(t, decide.DefaultModelFile), decide.Options{NThreads: 2})
+	require.NoError(t, err)
+	defer d.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &cancelAfterFirstLine{cancel: cancel}
+	in := strings.Join([]string{row("a", 2), row("b", 2), row("c", 2)}, "\n")
+	var sum summary
+	err = decideStream(ctx, d, strings.NewReader(in), out, &sum, func() {})
+	require.ErrorIs(t, err, context.Canceled)
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	require.Len(t, lines, 1, "only the finished row is written")
+	assert.True(t, json.Valid([]byte(lines[0])))
+	assert.Equal(t, 1, sum.rows, "the dropped row is not counted")
+	assert.Equal(t, 0, sum.errors)
+}
