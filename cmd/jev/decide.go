@@ -94,6 +94,22 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 // decideStream reads rows line by line and writes one complete JSON line per input line.
 // Each line is written with a single Write, so an interrupted run leaves only whole lines.
 func decideStream(ctx context.Context, d *decide.Decider, r io.Reader, w io.Writer, sum *summary, tick func()) error {
+	return eachLine(ctx, r, w, func(line []byte, lineNo int) (any, error) {
+		rec, decided := decideLine(ctx, d, line, lineNo)
+		if ctx.Err() != nil {
+			// Interrupted mid-decision: the row is dropped, not half-written or counted.
+			return nil, fmt.Errorf("stopped at line %d: %w", lineNo, ctx.Err())
+		}
+		sum.add(decided)
+		tick()
+		return rec, nil
+	})
+}
+
+// eachLine calls record for every input line (trimmed, with its 1-based number) and writes
+// what it returns as one JSON line, with a single Write. It stops at the end of the input, at
+// the first error of record or of writing, or when ctx is done before a line starts.
+func eachLine(ctx context.Context, r io.Reader, w io.Writer, record func(line []byte, lineNo int) (any, error)) error {
 	br := bufio.NewReaderSize(r, 1<<20)
 	enc := newLineEncoder()
 	for lineNo := 1; ; lineNo++ {
@@ -107,12 +123,10 @@ func decideStream(ctx context.Context, d *decide.Decider, r io.Reader, w io.Writ
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("stopped before line %d: %w", lineNo, err)
 		}
-		rec, decided := decideLine(ctx, d, bytes.TrimSpace(line), lineNo)
-		if ctx.Err() != nil {
-			// Interrupted mid-decision: the row is dropped, not half-written or counted.
-			return fmt.Errorf("stopped at line %d: %w", lineNo, ctx.Err())
+		rec, err := record(bytes.TrimSpace(line), lineNo)
+		if err != nil {
+			return err
 		}
-		sum.add(decided)
 		b, err := enc.encode(rec)
 		if err != nil {
 			return err
@@ -120,7 +134,6 @@ func decideStream(ctx context.Context, d *decide.Decider, r io.Reader, w io.Writ
 		if _, err := w.Write(b); err != nil {
 			return fmt.Errorf("writing results: %w", err)
 		}
-		tick()
 		if errors.Is(readErr, io.EOF) {
 			return nil
 		}

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"io"
 
 	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/decide"
 )
 
 const renderSynopsis = `Usage: jev render -m MODEL.gguf [-i rows.jsonl] [flags]
@@ -45,39 +42,14 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	defer d.Close()
-	br := bufio.NewReaderSize(r, 1<<20)
-	enc := newLineEncoder()
-	for lineNo := 1; ; lineNo++ {
-		line, readErr := br.ReadBytes('\n')
-		if len(line) == 0 && readErr != nil {
-			if errors.Is(readErr, io.EOF) {
-				return nil
-			}
-			return readErr
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var rec any
-		row, err := contract.ParseRow(bytes.TrimSpace(line))
+	return eachLine(ctx, r, stdout, func(line []byte, lineNo int) (any, error) {
+		row, err := contract.ParseRow(line)
 		if err == nil {
-			p, rerr := d.Render(row)
-			if err = rerr; err == nil {
-				rec = renderRecord{ID: row.IDJSON(), PromptVersion: contract.PROMPT_VERSION, PromptSHA256: p.SHA256, NPromptTokens: p.NTokens, Prompt: p.Text}
+			var p decide.Prompt
+			if p, err = d.Render(row); err == nil {
+				return renderRecord{ID: row.IDJSON(), PromptVersion: contract.PROMPT_VERSION, PromptSHA256: p.SHA256, NPromptTokens: p.NTokens, Prompt: p.Text}, nil
 			}
 		}
-		if err != nil {
-			rec = errorRecord{ID: row.IDJSON(), Line: lineNo, Error: err.Error()}
-		}
-		b, err := enc.encode(rec)
-		if err != nil {
-			return err
-		}
-		if _, err := stdout.Write(b); err != nil {
-			return fmt.Errorf("writing: %w", err)
-		}
-		if errors.Is(readErr, io.EOF) {
-			return nil
-		}
-	}
+		return errorRecord{ID: row.IDJSON(), Line: lineNo, Error: err.Error()}, nil
+	})
 }
