@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -242,4 +243,33 @@ func TestPrefixReuseGivesTheSameLogits(t *testing.T) {
 			assert.Equal(t, want.Options[k].Logprob, got.Options[k].Logprob, "row %d option %d", i, k)
 		}
 	}
+}
+
+// Cancelling during a long decode aborts it inside llama_decode (the abort callback), and the
+// decider stays usable with a clean cache.
+func TestCancelDuringDecodeAbortsIt(t *testing.T) {
+	d := openDefault(t, decide.Options{})
+	long := exampleRows(t)[0]
+	long.State = strings.Repeat("My card payment was declined again at the shop. ", 150)
+	prompt, err := d.Render(long)
+	require.NoError(t, err)
+	require.Greater(t, prompt.NTokens, 1500, "long enough to take seconds to decode")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = d.Decide(ctx, long)
+	elapsed := time.Since(start)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, err, llama.ErrAborted)
+	t.Logf("a %d-token prompt was aborted after %v", prompt.NTokens, elapsed)
+	assert.Less(t, elapsed, 2*time.Second)
+
+	row := exampleRows(t)[0]
+	got, err := d.Decide(context.Background(), row)
+	require.NoError(t, err)
+	fresh := openDefault(t, decide.Options{})
+	want, err := fresh.Decide(context.Background(), row)
+	require.NoError(t, err)
+	assert.Equal(t, want.Options, got.Options)
 }
