@@ -85,7 +85,6 @@ type Decider struct {
 	tmpl   *render.Template
 	tok    vocabTokenizer
 	slots  contract.Slots
-	opts   Options
 	render render.Options
 	nCtx   int
 	nBatch int
@@ -117,7 +116,7 @@ func Open(path string, opts Options) (*Decider, error) {
 }
 
 func newDecider(model *llama.Model, opts Options) (*Decider, error) {
-	d := &Decider{model: model, opts: opts, tok: vocabTokenizer{model.Vocab()}}
+	d := &Decider{model: model, tok: vocabTokenizer{model.Vocab()}}
 	source := opts.ChatTemplate
 	if source == "" {
 		s, ok, err := model.ChatTemplate("")

@@ -246,28 +246,30 @@ func openOutput(path string, stdout io.Writer) (io.Writer, func() error, error) 
 	}, nil
 }
 
-// countLines counts the lines of a regular file and rewinds it, for the progress bar.
+// countLines counts the lines of a regular file (newlines, plus a last line without one) and
+// rewinds it, for the progress bar.
 func countLines(f *os.File) (int, error) {
 	st, err := f.Stat()
 	if err != nil || !st.Mode().IsRegular() {
 		return 0, errors.New("not a regular file")
 	}
-	n := 0
-	br := bufio.NewReaderSize(f, 1<<20)
+	n, last := 0, byte('\n')
+	buf := make([]byte, 1<<20)
 	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(chunk) > 0 && (err == nil || errors.Is(err, io.EOF)) {
-			n++
+		k, err := f.Read(buf)
+		if k > 0 {
+			n += bytes.Count(buf[:k], []byte{'\n'})
+			last = buf[k-1]
 		}
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+		if err != nil {
 			return 0, err
 		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			n-- // the line continues in the next chunk
-		}
+	}
+	if last != '\n' {
+		n++
 	}
 	_, err = f.Seek(0, io.SeekStart)
 	return n, err

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,4 +171,24 @@ func TestInterruptedRunLeavesWholeLines(t *testing.T) {
 	assert.True(t, json.Valid([]byte(lines[0])))
 	assert.Equal(t, 1, sum.rows, "the dropped row is not counted")
 	assert.Equal(t, 0, sum.errors)
+}
+
+func TestCountLines(t *testing.T) {
+	long := strings.Repeat("x", 3<<20) // longer than the read buffer
+	for _, tc := range []struct {
+		text string
+		want int
+	}{{"", 0}, {"a", 1}, {"a\n", 1}, {"a\nb", 2}, {"\n\n", 2}, {long + "\n" + long, 2}} {
+		p := filepath.Join(t.TempDir(), "rows.jsonl")
+		require.NoError(t, os.WriteFile(p, []byte(tc.text), 0o644))
+		f, err := os.Open(p)
+		require.NoError(t, err)
+		n, err := countLines(f)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, n, "%.20q", tc.text)
+		pos, err := f.Seek(0, io.SeekCurrent)
+		require.NoError(t, err)
+		assert.Zero(t, pos, "rewound")
+		require.NoError(t, f.Close())
+	}
 }
