@@ -228,18 +228,7 @@ func (d *Decider) Render(row contract.Row) (Prompt, error) {
 	if err != nil {
 		return Prompt{}, err
 	}
-	return d.renderMessages(msgs)
-}
-
-func (d *Decider) renderMessages(msgs []contract.ChatMessage) (Prompt, error) {
-	rm := make([]render.Message, len(msgs))
-	for i, m := range msgs {
-		if err := d.checkSpecialText(m.Content); err != nil {
-			return Prompt{}, fmt.Errorf("%w in the %s message", err, m.Role)
-		}
-		rm[i] = render.Message{Role: m.Role, Content: m.Content}
-	}
-	text, err := d.tmpl.Render(rm, d.render)
+	text, err := d.renderText(msgs)
 	if err != nil {
 		return Prompt{}, err
 	}
@@ -247,7 +236,23 @@ func (d *Decider) renderMessages(msgs []contract.ChatMessage) (Prompt, error) {
 	if err != nil {
 		return Prompt{}, err
 	}
-	return Prompt{Text: text, SHA256: contract.PromptSHA256(text), Tokens: toks, NTokens: len(toks)}, nil
+	return newPrompt(text, toks), nil
+}
+
+func newPrompt(text string, toks []llama.Token) Prompt {
+	return Prompt{Text: text, SHA256: contract.PromptSHA256(text), Tokens: toks, NTokens: len(toks)}
+}
+
+// renderText checks the messages' content for special-token text and renders them.
+func (d *Decider) renderText(msgs []contract.ChatMessage) (string, error) {
+	rm := make([]render.Message, len(msgs))
+	for i, m := range msgs {
+		if err := d.checkSpecialText(m.Content); err != nil {
+			return "", fmt.Errorf("%w in the %s message", err, m.Role)
+		}
+		rm[i] = render.Message{Role: m.Role, Content: m.Content}
+	}
+	return d.tmpl.Render(rm, d.render)
 }
 
 // checkSpecialText refuses content whose tokens change when special-token text is parsed:
@@ -298,13 +303,20 @@ type Decision struct {
 // ctx.Err().
 func (d *Decider) Decide(ctx context.Context, row contract.Row) (*Decision, error) {
 	start := time.Now()
-	prompt, err := d.Render(row)
+	msgs, err := contract.DirectMessages(row.State, row.Question, row.Options)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := contract.VerifyBoundary(d.tok, prompt.Text, d.slots); err != nil {
+	text, err := d.renderText(msgs)
+	if err != nil {
 		return nil, err
 	}
+	// The boundary check tokenizes the prompt anyway and returns its tokens.
+	toks, err := contract.VerifyBoundary(d.tok, text, d.slots)
+	if err != nil {
+		return nil, err
+	}
+	prompt := newPrompt(text, toks)
 	logits, err := d.nextTokenLogits(ctx, prompt.Tokens)
 	if err != nil {
 		return nil, err
