@@ -171,13 +171,3 @@ func (v *Vocab) specialText(t Token) (string, error) {
 
 // AddBOS reports whether tokenizing with add_special prepends BOS (llama_vocab_get_add_bos).
 func (v *Vocab) AddBOS() bool { return v.addBOS }
-
-// IsControl reports whether t is a control token (llama_vocab_is_control); false when out of
-// range.
-func (v *Vocab) IsControl(t Token) bool {
-	if v.CheckToken(t) != nil || v.acquire() != nil {
-		return false
-	}
-	defer v.release()
-	return bool(C.llama_vocab_is_control(v.c, C.llama_token(t)))
-}
