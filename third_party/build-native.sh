@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Build llama.cpp's static libraries once and point third_party/native at them.
 #
+#   build-native.sh          the libraries (llama, ggml*, llama-common*, gojev-chat)
+#   build-native.sh server   also llama-server and llama-bench into <entry>/bin (tests, jev bench)
+#
 # The result lives in a cache keyed by the pinned commit, the CMake flags, CMakeLists.txt, the
 # compiler and the machine: $GOJEV_CACHE/native/<key>/{lib,include} (GOJEV_CACHE defaults to
 # ~/.cache/gojev). A second run, or a fresh clone on the same machine, finds the key and does no
@@ -9,6 +12,8 @@
 # Environment: GOJEV_CUDA=1 or GOJEV_METAL=1 choose a GPU backend; GOJEV_NATIVE_CPU=1 tunes for
 # this CPU; LLAMA_CPP_DIR uses an existing checkout; JOBS sets build parallelism.
 set -euo pipefail
+want_server=0
+[ "${1:-}" = server ] && want_server=1
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache="${GOJEV_CACHE:-$HOME/.cache/gojev}"
 say() { echo "native: $*" >&2; }
@@ -27,32 +32,49 @@ flags=(-DCMAKE_BUILD_TYPE=Release "-DLLAMA_CPP_DIR=$src")
 key=$( {
   echo "$commit"
   printf '%s\n' "${flags[@]}" | grep -v LLAMA_CPP_DIR
-  cat "$root/CMakeLists.txt"
+  cat "$root/CMakeLists.txt" "$root"/csrc/*
   ${CXX:-c++} --version | head -1
   uname -sm
 } | sha256sum | cut -c1-16)
 out="$cache/native/$key"
 
-if [ ! -f "$out/.complete" ]; then
-  say "building llama.cpp ($commit) into $out; this takes a few minutes the first time"
-  build="$cache/build/$key"
+# The build tree is kept (keyed by the flags only), so a later `server` build, or a change to
+# csrc/, compiles only what changed.
+bkey=$(printf '%s\n' "$commit" "${flags[@]}" | grep -v LLAMA_CPP_DIR | sha256sum | cut -c1-16)
+build="$cache/build/$bkey"
+jobs="${JOBS:-$(nproc 2>/dev/null || sysctl -n hw.ncpu)}"
+configure() {
   mkdir -p "$build"
   gen=()
   command -v ninja >/dev/null && gen=(-G Ninja)
-  cmake -S "$root" -B "$build" "${gen[@]}" "${flags[@]}" >"$build.configure.log" 2>&1 \
+  cmake -S "$root" -B "$build" "${gen[@]}" "${flags[@]}" -DGOJEV_BUILD_SERVER=ON >"$build.configure.log" 2>&1 \
     || { cat "$build.configure.log" >&2; say "cmake configure failed"; exit 1; }
-  cmake --build "$build" --config Release -j "${JOBS:-$(nproc 2>/dev/null || sysctl -n hw.ncpu)}" \
-    --target llama ggml ggml-base ggml-cpu >&2
+}
+
+if [ ! -f "$out/.complete" ]; then
+  say "building llama.cpp ($commit) into $out; this takes a few minutes the first time"
+  configure
+  cmake --build "$build" --config Release -j "$jobs" \
+    --target llama ggml ggml-base ggml-cpu llama-common llama-common-base gojev-chat >&2
   rm -rf "$out.tmp"
   mkdir -p "$out.tmp/lib" "$out.tmp/include"
   find "$build" -name '*.a' -exec cp {} "$out.tmp/lib/" \;
-  cp "$src"/include/*.h "$src"/ggml/include/*.h "$out.tmp/include/"
+  cp "$src"/include/*.h "$src"/ggml/include/*.h "$root"/csrc/*.h "$out.tmp/include/"
   printf '%s\n' "$commit" "${flags[@]}" > "$out.tmp/BUILDINFO"
   touch "$out.tmp/.complete"
   rm -rf "$out"
   mv "$out.tmp" "$out"
-  rm -rf "$build"
   say "done: $(ls "$out/lib" | tr '\n' ' ')"
+fi
+if [ "$want_server" = 1 ] && [ ! -x "$out/bin/llama-server" ]; then
+  say "building llama-server and llama-bench from the pin (tests and benchmarks only); about 9 minutes on 2 cores the first time"
+  configure
+  cmake --build "$build" --config Release -j "$jobs" --target llama-server llama-bench >&2
+  mkdir -p "$out/bin.tmp"
+  cp "$build/bin/llama-server" "$build/bin/llama-bench" "$out/bin.tmp/"
+  rm -rf "$out/bin"
+  mv "$out/bin.tmp" "$out/bin"
+  say "done: $out/bin/llama-server"
 fi
 ln -sfn "$out" "$root/third_party/native"
 echo "$out"
