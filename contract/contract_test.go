@@ -125,6 +125,27 @@ func TestPromptSHA256(t *testing.T) {
 	assert.NotEqual(t, contract.PromptSHA256("abc"), contract.PromptSHA256("abd"))
 }
 
+func TestScoreReadoutWithoutLogitsMatchesScoreDirect(t *testing.T) {
+	var slots contract.Slots
+	for i := range slots {
+		slots[i] = int32(i)
+	}
+	logits := []float32{0.5, 2.25, -1, 7, 3}
+	opts := []contract.Option{{ID: "a"}, {ID: "b"}, {ID: "c"}}
+	want, wantChosen := contract.ScoreDirect(logits, slots, opts)
+	lse := contract.LogSumExp(logits)
+	lps := []float64{0.5 - lse, 2.25 - lse, -1 - lse}
+	got, chosen := contract.ScoreReadout(lps, nil, slots, opts)
+	assert.Equal(t, wantChosen, chosen)
+	assert.Equal(t, 1, chosen)
+	for i := range got {
+		assert.Nil(t, got[i].Logit, "no logit without raw logits")
+		require.NotNil(t, want[i].Logit)
+		assert.InDelta(t, want[i].Probability, got[i].Probability, 1e-15)
+		assert.InDelta(t, want[i].Logprob, got[i].Logprob, 1e-15)
+	}
+}
+
 func TestScoreDirect(t *testing.T) {
 	var slots contract.Slots
 	for i := range slots {
@@ -137,7 +158,8 @@ func TestScoreDirect(t *testing.T) {
 	scores, chosen := contract.ScoreDirect(logits, slots, opts)
 	require.Len(t, scores, 3)
 	assert.Equal(t, 1, chosen)
-	assert.Equal(t, contract.OptionScore{ID: "b", Letter: "B", Token: 11, Logit: 3.0, Logprob: scores[1].Logprob, Probability: scores[1].Probability}, scores[1])
+	three := 3.0
+	assert.Equal(t, contract.OptionScore{ID: "b", Letter: "B", Token: 11, Logit: &three, Logprob: scores[1].Logprob, Probability: scores[1].Probability}, scores[1])
 	lse := contract.LogSumExp(logits)
 	sum := 0.0
 	for i, s := range scores {

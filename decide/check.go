@@ -1,6 +1,10 @@
 package decide
 
-import "github.com/gojev/gojev/contract"
+import (
+	"context"
+
+	"github.com/gojev/gojev/contract"
+)
 
 // SlotInfo describes one answer slot: its letter, token id and the token's text.
 type SlotInfo struct {
@@ -11,8 +15,11 @@ type SlotInfo struct {
 
 // Check is what the start-up checks found (jev check).
 type Check struct {
+	Backend            string     `json:"backend"`
+	Renderer           string     `json:"renderer"`
 	Slots              []SlotInfo `json:"slots"`
-	TemplateSHA256     string     `json:"template_sha256"`
+	TemplateSHA256     string     `json:"template_sha256,omitempty"`
+	TemplateDate       string     `json:"template_date"`
 	SamplePromptSHA256 string     `json:"sample_prompt_sha256"`
 	SampleTokens       int        `json:"sample_prompt_tokens"`
 	BoundaryHolds      bool       `json:"boundary_holds"`
@@ -21,13 +28,16 @@ type Check struct {
 // Check returns the start-up check results; a Decider exists only if they passed.
 func (d *Decider) Check() Check { return d.check }
 
-func (d *Decider) slotInfo() []SlotInfo {
+func (d *Decider) slotInfo(ctx context.Context) ([]SlotInfo, error) {
 	out := make([]SlotInfo, len(d.slots))
 	for i, t := range d.slots {
-		piece, _ := d.model.Vocab().TokenToPiece(t, true)
+		piece, err := d.b.Detokenize(ctx, []int32{t})
+		if err != nil {
+			return nil, err
+		}
 		out[i] = SlotInfo{Letter: contract.LETTERS[i : i+1], Token: t, Piece: piece}
 	}
-	return out
+	return out, nil
 }
 
 // SampleRow is the decision the start-up boundary check renders: a support message with two

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/gojev/gojev/backend"
 	"io"
 	"strconv"
 
@@ -18,23 +19,29 @@ letter to a rendered sample prompt never changes the prompt's tokens (the bounda
 Prints the slots (token ids and pieces), the chat template's SHA-256 and the boundary result.
 Exits 1, saying why, when the model fails.`
 
-func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	var mf modelFlags
 	mf.register(fs)
 	if err := parseFlags(fs, args, stderr, checkSynopsis); err != nil {
 		return err
 	}
-	d, err := mf.open(stderr)
+	d, err := mf.open(ctx, stderr)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
 	c := d.Check()
-	desc, _ := d.Model().Desc()
-	fmt.Fprintf(stdout, "model            %s (%s, n_vocab %d)\n", d.Model().Path(), desc, d.Model().Vocab().NVocab())
+	if ip, ok := d.Backend().(*backend.InProcess); ok {
+		m := ip.Model()
+		desc, _ := m.Desc()
+		fmt.Fprintf(stdout, "model            %s (%s, n_vocab %d)\n", m.Path(), desc, m.Vocab().NVocab())
+	}
+	fmt.Fprintf(stdout, "backend          %s, renderer %s, template_date %s\n", c.Backend, c.Renderer, c.TemplateDate)
 	fmt.Fprintf(stdout, "prompt_version   %s\n", contract.PROMPT_VERSION)
-	fmt.Fprintf(stdout, "template_sha256  %s\n", c.TemplateSHA256)
+	if c.TemplateSHA256 != "" {
+		fmt.Fprintf(stdout, "template_sha256  %s\n", c.TemplateSHA256)
+	}
 	fmt.Fprintf(stdout, "answer slots     ")
 	for i, s := range c.Slots {
 		if i > 0 {

@@ -51,7 +51,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err != nil {
 		return err
 	}
-	d, err := mf.open(stderr)
+	d, err := mf.open(ctx, stderr)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/decide"
 	"github.com/gojev/gojev/llama"
 	"github.com/gojev/gojev/pyjson"
@@ -29,6 +31,10 @@ type modelFlags struct {
 	templateDate string
 	noMmap       bool
 	verbose      bool
+	renderer     string
+	runtime      string
+	apiKey       string
+	nProbs       int
 }
 
 func (f *modelFlags) register(fs *flag.FlagSet) {
@@ -37,7 +43,11 @@ func (f *modelFlags) register(fs *flag.FlagSet) {
 	intFlag(fs, &f.nGPULayers, "ngl,n-gpu-layers", -1, "n_gpu_layers: `layers` to offload to the GPU (-1 all; no effect in a CPU build)")
 	stringFlag(fs, &f.kwargs, "chat-template-kwargs", `{"enable_thinking": false}`, "chat_template_kwargs: a JSON `object` of template variables")
 	stringFlag(fs, &f.templateFile, "chat-template-file", "", "Jinja chat template `file` to use instead of the model's tokenizer.chat_template")
-	stringFlag(fs, &f.templateDate, "template-date", "", "pin the `date` (YYYY-MM-DD) that strftime_now reads in templates (default: today)")
+	stringFlag(fs, &f.templateDate, "template-date", "", "pin the `date` (YYYY-MM-DD) that templates read (strftime_now, date_string); every result records it as template_date (default: today, UTC)")
+	stringFlag(fs, &f.renderer, "renderer", "", "chat-template `engine`: go (Go Jinja, as transformers renders; the default in-process), llama (llama.cpp's common/chat, as llama-server renders), server (the runtime's /apply-template; the default and only choice with --runtime)")
+	stringFlag(fs, &f.runtime, "runtime", "", "decide through a llama-server at this base `URL` (e.g. http://127.0.0.1:8080) instead of in-process: /apply-template, /tokenize, /detokenize, /completion")
+	stringFlag(fs, &f.apiKey, "api-key", "", "bearer `key` for --runtime (default $JEV_API_KEY)")
+	intFlag(fs, &f.nProbs, "n-probs", 64, "with --runtime: the first n_probs asked of /completion; raised 8× at a time while an option's token is missing from the top `n`")
 	boolFlag(fs, &f.noMmap, "no-mmap", "read the weights into memory instead of memory-mapping them")
 	boolFlag(fs, &f.verbose, "v,verbose", "log llama.cpp's own messages (model loading, backends) to stderr")
 	f.nCtx, f.nBatch = 4096, 512
@@ -132,16 +142,38 @@ func templateValue(v any) any {
 	return v
 }
 
-// open loads the model and runs the start-up checks.
-func (f *modelFlags) open(stderr io.Writer) (*decide.Decider, error) {
+// open loads the model (or connects to --runtime) and runs the start-up checks.
+func (f *modelFlags) open(ctx context.Context, stderr io.Writer) (*decide.Decider, error) {
 	logger := newLogger(stderr, f.verbose)
 	slog.SetDefault(logger)
 	llama.SetLogger(logger)
-	path, err := f.modelPath()
+	opts, err := f.options()
 	if err != nil {
 		return nil, err
 	}
-	opts, err := f.options()
+	if f.runtime != "" {
+		if f.renderer != "" && f.renderer != backend.RendererServer {
+			return nil, usageError{fmt.Errorf("--renderer %s: with --runtime the server renders (--renderer server)", f.renderer)}
+		}
+		key := f.apiKey
+		if key == "" {
+			key = os.Getenv("JEV_API_KEY")
+		}
+		b := backend.NewHTTP(f.runtime, backend.HTTPOptions{
+			Options: backend.Options{ChatTemplateKwargs: opts.ChatTemplateKwargs, TemplateTime: opts.TemplateTime},
+			APIKey:  key, NProbs: f.nProbs,
+		})
+		return decide.New(ctx, b)
+	}
+	switch f.renderer {
+	case "", backend.RendererGo, backend.RendererLlama:
+	case backend.RendererServer:
+		return nil, usageError{errors.New("--renderer server needs --runtime URL")}
+	default:
+		return nil, usageError{fmt.Errorf("--renderer %q: want go, llama or server", f.renderer)}
+	}
+	opts.Renderer = f.renderer
+	path, err := f.modelPath()
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,8 @@ type renderRecord struct {
 	PromptVersion string `json:"prompt_version"`
 	PromptSHA256  string `json:"prompt_sha256"`
 	NPromptTokens int    `json:"n_prompt_tokens"`
+	Renderer      string `json:"renderer"`
+	TemplateDate  string `json:"template_date"`
 	Prompt        string `json:"prompt"`
 }
 
@@ -37,7 +39,7 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	defer closeIn()
-	d, err := mf.open(stderr)
+	d, err := mf.open(ctx, stderr)
 	if err != nil {
 		return err
 	}
@@ -46,8 +48,9 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		row, err := contract.ParseRow(line)
 		if err == nil {
 			var p decide.Prompt
-			if p, err = d.Render(row); err == nil {
-				return renderRecord{ID: row.IDJSON(), PromptVersion: contract.PROMPT_VERSION, PromptSHA256: p.SHA256, NPromptTokens: p.NTokens, Prompt: p.Text}, nil
+			if p, err = d.Render(ctx, row); err == nil {
+				return renderRecord{ID: row.IDJSON(), PromptVersion: contract.PROMPT_VERSION, PromptSHA256: p.SHA256, NPromptTokens: p.NTokens,
+					Renderer: d.Check().Renderer, TemplateDate: d.Check().TemplateDate, Prompt: p.Text}, nil
 			}
 		}
 		return errorRecord{ID: row.IDJSON(), Line: lineNo, Error: err.Error()}, nil

@@ -1,4 +1,4 @@
-package decide
+package backend
 
 import (
 	"testing"
@@ -19,7 +19,7 @@ func TestChunks(t *testing.T) {
 		{10, 3, [][2]int{{0, 2}, {2, 5}, {5, 7}, {7, 10}}},
 	}
 	for _, tc := range tests {
-		got := chunks(tc.n, tc.size)
+		got := Chunks(tc.n, tc.size)
 		assert.Equal(t, tc.want, got, "n=%d size=%d", tc.n, tc.size)
 		for _, s := range got {
 			assert.LessOrEqual(t, s[1]-s[0], tc.size)
