@@ -1,16 +1,15 @@
 package render_test
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gojev/gojev/internal/pyjinja"
 	"github.com/gojev/gojev/internal/testenv"
 	"github.com/gojev/gojev/render"
 )
@@ -19,13 +18,6 @@ import (
 var decisionMessages = []render.Message{
 	{Role: "system", Content: "Apply the supplied criterion to the supplied evidence. Choose exactly one listed option. Respond with only its uppercase letter, with no explanation or reasoning."},
 	{Role: "user", Content: `{"evidence": {"message": "I was charged twice for one purchase \u2014 please refund"}, "criterion": "Which intent does this message express?", "options": [{"letter": "A", "description": "card_payment_fee_charged"}, {"letter": "B", "description": "transaction_charged_twice"}]}`},
-}
-
-type pyResult struct {
-	Name      string  `json:"name"`
-	Output    *string `json:"output"`
-	Error     *string `json:"error"`
-	ErrorType *string `json:"error_type"`
 }
 
 // knownLenient lists the templates Python Jinja2 refuses to render with the decision messages
@@ -43,36 +35,28 @@ func TestCorpusMatchesPythonJinja2(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(testenv.LlamaCppDir(t), "models", "templates", "*.jinja"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
-	type tpl struct {
-		Name   string `json:"name"`
-		Source string `json:"source"`
-	}
-	var tpls []tpl
+	var tpls []pyjinja.Template
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
-		tpls = append(tpls, tpl{filepath.Base(f), string(b)})
+		tpls = append(tpls, pyjinja.Template{Name: filepath.Base(f), Source: string(b)})
 	}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	req, err := json.Marshal(map[string]any{
-		"templates": tpls, "messages": decisionMessages, "add_generation_prompt": true,
-		"bos_token": "<s>", "eos_token": "</s>", "kwargs": map[string]any{"enable_thinking": false},
-		"now": "2026-01-02T03:04:05", "omit_tools": true,
+	var msgs []pyjinja.Message
+	for _, m := range decisionMessages {
+		msgs = append(msgs, pyjinja.Message{Role: m.Role, Content: m.Content})
+	}
+	results, err := pyjinja.Render(context.Background(), python, pyjinja.Request{
+		Templates: tpls, Messages: msgs, AddGenerationPrompt: true,
+		BOSToken: "<s>", EOSToken: "</s>", Kwargs: map[string]any{"enable_thinking": false},
+		Now: "2026-01-02T03:04:05", OmitTools: true,
 	})
 	require.NoError(t, err)
-	cmd := exec.Command(python, filepath.Join("testdata", "jinja2_render.py"))
-	cmd.Stdin = bytes.NewReader(req)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "python3 with jinja2 (pip install jinja2)")
-	var resp struct{ Results []pyResult }
-	require.NoError(t, json.Unmarshal(out, &resp))
-	require.Len(t, resp.Results, len(tpls))
 
 	opts := render.Options{AddGenerationPrompt: true, BOSToken: "<s>", EOSToken: "</s>",
 		Kwargs: map[string]any{"enable_thinking": false}, Now: now}
 	identical, pyRendered, bothRaise := 0, 0, 0
-	for i, py := range resp.Results {
+	for i, py := range results {
 		got, gerr := func() (string, error) {
 			tm, err := render.Parse(tpls[i].Source)
 			if err != nil {

@@ -5,6 +5,7 @@
 //	jev decide -m MODEL.gguf [-i rows.jsonl] [-o out.jsonl]
 //	jev render -m MODEL.gguf -i rows.jsonl
 //	jev check  -m MODEL.gguf
+//	jev parity -m MODEL.gguf [-i rows.jsonl] [--runtime URL]
 //
 // Run `jev help` or `jev COMMAND -h` for the flags.
 package main
@@ -26,6 +27,7 @@ Usage:
   jev decide -m MODEL.gguf [-i rows.jsonl] [-o out.jsonl]   decide every row (JSONL in, JSONL out)
   jev render -m MODEL.gguf [-i rows.jsonl]                  print each row's rendered prompt and its hash
   jev check  -m MODEL.gguf                                  run the start-up checks and print the answer slots
+  jev parity -m MODEL.gguf [-i rows.jsonl]                  compare prompts, tokens, log-probs and choices with llama-server
 
 A row is one JSON object per line:
   {"id": "r1", "state": {"message": "..."}, "question": "...",
@@ -57,6 +59,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runRender(ctx, args[1:], stdin, stdout, stderr)
 	case "check":
 		err = runCheck(ctx, args[1:], stdout, stderr)
+	case "parity":
+		err = runParity(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/gojev/gojev/backend"
+	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/decide"
+	"github.com/gojev/gojev/internal/llamaserver"
+	"github.com/gojev/gojev/llamarender"
+	"github.com/gojev/gojev/parity"
+)
+
+const paritySynopsis = `Usage: jev parity -m MODEL.gguf [-i rows.jsonl] [--runtime URL] [--json] [flags]
+
+Proves, in numbers, that gojev decides as llama.cpp's HTTP server does, on your model and rows:
+  prompts   byte-identical renders: Go renderer vs llama.cpp renderer vs the server's /apply-template
+  tokens    in-process token ids vs /tokenize
+  logprobs  max |Δ| of every option's log-probability, in-process vs /completion (bound 1e-4)
+  choices   the same chosen option on every row
+  corpus    llama.cpp's chat-template corpus: Go vs Python Jinja2, llama.cpp vs Python, Go vs llama.cpp
+Without --runtime it starts the llama-server that "make server" built from the same pin, on
+127.0.0.1 with flash attention off (as gojev decodes), and stops it after. Exits 1 when a row
+check fails (a prompt, token or choice difference, a log-prob drift beyond the bound, a row
+error); corpus differences are reported, not failed: some are llama.cpp's on purpose.`
+
+func runParity(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("parity", flag.ContinueOnError)
+	var mf modelFlags
+	mf.register(fs)
+	var in, corpus, python string
+	var asJSON bool
+	var bound float64
+	stringFlag(fs, &in, "i,input", "examples/tickets.jsonl", "rows `file` (JSONL)")
+	stringFlag(fs, &corpus, "corpus", "", "folder of *.jinja chat templates (default: the pinned llama.cpp's models/templates; \"none\" skips)")
+	stringFlag(fs, &python, "python", "python3", "a `python` with jinja2 for the corpus check (\"\" skips Python)")
+	boolFlag(fs, &asJSON, "json", "print one JSON object instead of the table")
+	fs.Float64Var(&bound, "max-logprob-diff", 1e-4, "the largest |Δ logprob| accepted")
+	flagHelp[fs] = append(flagHelp[fs], []string{"max-logprob-diff"})
+	if err := parseFlags(fs, args, stderr, paritySynopsis); err != nil {
+		return err
+	}
+	rows, err := readRows(in)
+	if err != nil {
+		return err
+	}
+	opts, err := mf.options()
+	if err != nil {
+		return err
+	}
+	logger := newLogger(stderr, mf.verbose)
+	path, err := mf.modelPath()
+	if err != nil {
+		return err
+	}
+	_ = logger
+	ip, err := backend.OpenInProcess(path, backend.InProcessOptions{
+		Options:      backend.Options{ChatTemplateKwargs: opts.ChatTemplateKwargs, TemplateTime: opts.TemplateTime},
+		ChatTemplate: opts.ChatTemplate, NGPULayers: opts.NGPULayers, NThreads: opts.NThreads, NoMmap: opts.NoMmap,
+	})
+	if err != nil {
+		return err
+	}
+	defer ip.Close()
+	llm, err := llamarender.New(ip.Model(), opts.ChatTemplate)
+	if err != nil {
+		return err
+	}
+	defer llm.Close()
+
+	url := mf.runtime
+	if url == "" {
+		bin, err := llamaserver.Find(repoRoot())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "starting %s on 127.0.0.1 ...\n", bin)
+		srv, err := llamaserver.Start(ctx, llamaserver.Options{Bin: bin, Model: path, Threads: mf.threads})
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		url = srv.URL
+	}
+	key := mf.apiKey
+	if key == "" {
+		key = os.Getenv("JEV_API_KEY")
+	}
+	hb := backend.NewHTTP(url, backend.HTTPOptions{APIKey: key, NProbs: mf.nProbs,
+		Options: backend.Options{ChatTemplateKwargs: opts.ChatTemplateKwargs, TemplateTime: opts.TemplateTime}})
+	kwargs := opts.ChatTemplateKwargs
+	rep, err := parity.Rows(ctx, ip, llm, hb, rows, kwargs)
+	if err != nil {
+		return err
+	}
+	if corpus == "" {
+		corpus = filepath.Join(repoRoot(), "third_party", "llama.cpp", "models", "templates")
+	}
+	if corpus != "none" {
+		if python != "" {
+			if err := exec.Command(python, "-c", "import jinja2").Run(); err != nil {
+				fmt.Fprintf(stderr, "note: %s has no jinja2 (pip install jinja2): the corpus check skips Python\n", python)
+				python = ""
+			}
+		}
+		msgs, err := contract.DirectMessages(decide.SampleRow().State, decide.SampleRow().Question, decide.SampleRow().Options)
+		if err != nil {
+			return err
+		}
+		if rep.Corpus, err = parity.RunCorpus(ctx, corpus, python, msgs); err != nil {
+			return err
+		}
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		printParity(stdout, rep, bound)
+	}
+	if !rep.OK(bound) {
+		return errors.New("parity: the row checks found differences (listed above)")
+	}
+	return nil
+}
+
+func printParity(w io.Writer, r *parity.Report, bound float64) {
+	fmt.Fprintf(w, "parity: %d rows, in-process vs %s, template_date %s\n\n", r.Rows, r.Server, r.TemplateDate)
+	fmt.Fprintf(w, "  %-44s %s\n", "check", "result")
+	fmt.Fprintf(w, "  %-44s %d/%d\n", "prompts identical: Go vs llama.cpp renderer", r.PromptsIdentical[parity.GoVsLlama], r.Rows)
+	fmt.Fprintf(w, "  %-44s %d/%d\n", "prompts identical: Go vs /apply-template", r.PromptsIdentical[parity.GoVsServer], r.Rows)
+	fmt.Fprintf(w, "  %-44s %d/%d\n", "prompts identical: llama.cpp vs /apply-template", r.PromptsIdentical[parity.LlamaVsServer], r.Rows)
+	fmt.Fprintf(w, "  %-44s %d/%d\n", "token ids identical (in-process vs /tokenize)", r.TokensIdentical, r.Rows)
+	fmt.Fprintf(w, "  %-44s %.3g (bound %g)\n", "max |Δ logprob| (in-process vs /completion)", r.MaxAbsLogprobDiff, bound)
+	fmt.Fprintf(w, "  %-44s %d/%d\n", "chosen option identical", r.ChoicesIdentical, r.Rows)
+	if c := r.Corpus; c != nil {
+		fmt.Fprintf(w, "\n  corpus: %d templates, %d rendered by Python Jinja2\n", c.Templates, c.PythonRendered)
+		fmt.Fprintf(w, "  %-44s %d/%d\n", "Go vs Python Jinja2", c.GoVsPython, c.PythonRendered)
+		fmt.Fprintf(w, "  %-44s %d/%d\n", "llama.cpp vs Python Jinja2", c.LlamaVsPython, c.PythonRendered)
+		fmt.Fprintf(w, "  %-44s %d/%d\n", "Go vs llama.cpp", c.GoVsLlama, c.BothRender)
+		if c.PythonError != "" {
+			fmt.Fprintf(w, "  python: %s\n", c.PythonError)
+		}
+	}
+	var diffs []parity.Difference
+	diffs = append(diffs, r.RowErrors...)
+	diffs = append(diffs, r.PromptDifferences...)
+	diffs = append(diffs, r.TokenDifferences...)
+	diffs = append(diffs, r.ChoiceDifferences...)
+	if r.Corpus != nil {
+		diffs = append(diffs, r.Corpus.Differences...)
+	}
+	if len(diffs) > 0 {
+		fmt.Fprintf(w, "\ndifferences:\n")
+		for _, d := range diffs {
+			fmt.Fprintf(w, "  %s %s: %s\n", d.ID, d.What, d.Detail)
+		}
+	}
+}
+
+// readRows reads a JSONL file of rows; a bad row is an error naming its line (parity compares
+// rows, it does not skip them).
+func readRows(path string) ([]contract.Row, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	defer f.Close()
+	var rows []contract.Row
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	for n := 1; sc.Scan(); n++ {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		row, err := contract.ParseRow(sc.Bytes())
+		if err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", path, n, err)
+		}
+		rows = append(rows, row)
+	}
+	return rows, sc.Err()
+}
+
+// repoRoot finds the repository the jev binary was built in (bin/jev → ..), else the working
+// directory; it locates third_party/ for llama-server and the template corpus.
+func repoRoot() string {
+	if exe, err := os.Executable(); err == nil {
+		root := filepath.Dir(filepath.Dir(exe))
+		if _, err := os.Stat(filepath.Join(root, "third_party")); err == nil {
+			return root
+		}
+	}
+	wd, _ := os.Getwd()
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "third_party", "llama.cpp.pin")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return wd
+		}
+	}
+}
