@@ -3,7 +3,10 @@
 #   make            native libraries (cached under ~/.cache/gojev) + bin/jev
 #   make demo       decide examples/tickets.jsonl with the default model
 #   make eval ROWS=rows.jsonl   decide a labelled row file and print the summary
-#   make test       the whole test suite, including tests on the real default model
+#   make test       the whole test suite, including tests on the real default model and the
+#                   parity checks against llama-server (built from the same pin by make server)
+#   make server     llama-server and llama-bench from the pinned llama.cpp (tests, jev parity/bench)
+#   make parity     jev parity on examples/tickets.jsonl (ROWS=... for your own rows)
 #
 # GOJEV_CUDA=1 / GOJEV_METAL=1 build a GPU backend (untested here); GOJEV_CACHE moves the cache;
 # LLAMA_CPP_DIR uses your own llama.cpp checkout; JEV_MODEL uses your own model.
@@ -21,15 +24,18 @@ ROWS ?= examples/tickets.jsonl
 THREADS ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu)
 JEV := bin/jev
 
-.PHONY: all native model build demo eval test vet clean help
+.PHONY: all native server model build demo eval parity test vet clean help
 
 all: build
 
 help:
-	@sed -n '1,10p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '1,14p' Makefile | sed 's/^# \{0,1\}//'
 
 native:
 	@./third_party/build-native.sh >/dev/null
+
+server:
+	@./third_party/build-native.sh server >/dev/null
 
 model:
 	@./scripts/fetch-model.sh >/dev/null
@@ -45,7 +51,10 @@ eval: build model
 	$(JEV) decide -m "$$(./scripts/fetch-model.sh)" -t $(THREADS) -i $(ROWS) -o out/eval.jsonl
 	@echo "results: out/eval.jsonl"
 
-test: native model
+parity: build server model
+	$(JEV) parity -m "$$(./scripts/fetch-model.sh)" -t $(THREADS) -i $(ROWS)
+
+test: native server model
 	@python3 -c 'import jinja2' 2>/dev/null || python3 -m pip install --quiet 'jinja2==3.1.6'
 	@[ -d ../shared/data ] || [ -n "$$GOJEV_SHARED_DATA" ] || echo "note: no ../shared/data beside this clone: the tests that need it skip (go test -v says which); CI=true makes them fail instead"
 	JEV_MODEL="$$(./scripts/fetch-model.sh)" $(GO) test $(TAGS) -count=1 ./...

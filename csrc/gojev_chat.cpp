@@ -2,12 +2,14 @@
 #include "gojev_chat.h"
 
 #include "chat.h"
+#include "log.h"
 
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <map>
+#include <mutex>
 #include <string>
 
 struct gojev_chat {
@@ -31,8 +33,17 @@ static void set_err(char ** err, const char * what) {
     }
 }
 
+// common's log (LOG_ERR/LOG_WRN in chat.cpp) writes to stderr from a worker thread and has no
+// callback to route it through Go's slog. Its worker is paused, which discards the messages;
+// every failure still reaches Go, as the exception text returned in *err.
+static void quiet_common_log() {
+    static std::once_flag once;
+    std::call_once(once, [] { common_log_pause(common_log_main()); });
+}
+
 extern "C" gojev_chat * gojev_chat_init(const struct llama_model * model, const char * tmpl,
                                         const char * bos, const char * eos, char ** err) {
+    quiet_common_log();
     try {
         auto * chat = new gojev_chat();
         std::string src = tmpl ? tmpl : "";

@@ -32,7 +32,7 @@ flags=(-DCMAKE_BUILD_TYPE=Release "-DLLAMA_CPP_DIR=$src")
 key=$( {
   echo "$commit"
   printf '%s\n' "${flags[@]}" | grep -v LLAMA_CPP_DIR
-  cat "$root/CMakeLists.txt" "$root"/csrc/*
+  cat "$root/CMakeLists.txt" "$root"/csrc/* "$root"/third_party/patches/*
   ${CXX:-c++} --version | head -1
   uname -sm
 } | sha256sum | cut -c1-16)
@@ -58,7 +58,9 @@ if [ ! -f "$out/.complete" ]; then
     --target llama ggml ggml-base ggml-cpu llama-common llama-common-base gojev-chat >&2
   rm -rf "$out.tmp"
   mkdir -p "$out.tmp/lib" "$out.tmp/include"
-  find "$build" -name '*.a' -exec cp {} "$out.tmp/lib/" \;
+  # The archives the cgo layer links (libggml-<backend>.a for whichever backends were built).
+  find "$build" \( -name 'libllama.a' -o -name 'libggml*.a' -o -name 'libllama-common*.a' \
+    -o -name 'libgojev-chat.a' -o -name 'libcpp-httplib.a' \) -exec cp {} "$out.tmp/lib/" \;
   cp "$src"/include/*.h "$src"/ggml/include/*.h "$root"/csrc/*.h "$out.tmp/include/"
   printf '%s\n' "$commit" "${flags[@]}" > "$out.tmp/BUILDINFO"
   touch "$out.tmp/.complete"

@@ -9,6 +9,9 @@
 # commit or tag; a mismatch is reported, not fatal, since a user's clone may carry history).
 # GOJEV_CACHE (default ~/.cache/gojev) keeps the downloaded tarball so a fresh clone does not
 # download it again.
+#
+# third_party/patches/*.patch are applied to the fetched tree (git apply), in name order; each
+# says why. A LLAMA_CPP_DIR checkout is not patched (a warning says what that changes).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck disable=SC1091
@@ -27,13 +30,34 @@ if [ -n "${LLAMA_CPP_DIR:-}" ]; then
       say "warning: $LLAMA_CPP_DIR is at $have, not $LLAMA_CPP_TAG ($LLAMA_CPP_COMMIT); building it anyway"
     fi
   fi
+  say "warning: third_party/patches are not applied to LLAMA_CPP_DIR; without them the llama renderer reads the wall clock, not --template-date"
   echo "$LLAMA_CPP_DIR"
   exit 0
 fi
 
-if [ -f "$dest/.gojev-commit" ] && [ "$(cat "$dest/.gojev-commit")" = "$LLAMA_CPP_COMMIT" ]; then
-  echo "$dest"
-  exit 0
+patches=("$here"/patches/*.patch)
+want="$LLAMA_CPP_COMMIT patches:$(cat "${patches[@]}" | sha256sum | cut -c1-16)"
+apply_patches() {
+  for p in "${patches[@]}"; do
+    git -C "$dest" apply "$p" || { say "patch $p does not apply"; exit 1; }
+  done
+  echo "$want" > "$dest/.gojev-commit"
+}
+if [ -f "$dest/.gojev-commit" ]; then
+  have=$(cat "$dest/.gojev-commit")
+  if [ "$have" = "$want" ]; then
+    echo "$dest"
+    exit 0
+  fi
+  if [ "${have%% *}" = "$LLAMA_CPP_COMMIT" ]; then
+    # The pinned tree with other (or no) patches: restore the changed files only and patch
+    # again, so a build tree recompiles just what the patches touch.
+    git -C "$dest" checkout -q -- .
+    apply_patches
+    say "re-patched $dest"
+    echo "$dest"
+    exit 0
+  fi
 fi
 
 mkdir -p "$cache/npm"
@@ -57,6 +81,6 @@ rm -rf "$dest"
 git -c advice.detachedHead=false clone -q "$work/$BUNDLE_PATH" "$dest"
 have=$(git -C "$dest" rev-parse HEAD)
 [ "$have" = "$LLAMA_CPP_COMMIT" ] || { say "bundle gave commit $have, want $LLAMA_CPP_COMMIT"; exit 1; }
-echo "$LLAMA_CPP_COMMIT" > "$dest/.gojev-commit"
+apply_patches
 say "llama.cpp $LLAMA_CPP_TAG ($LLAMA_CPP_COMMIT) is in $dest"
 echo "$dest"

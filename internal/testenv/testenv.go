@@ -7,11 +7,14 @@
 package testenv
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/gojev/gojev/internal/llamaserver"
 )
 
 // InCI reports whether the tests run under CI (the CI environment variable is non-empty).
@@ -99,4 +102,21 @@ func DefaultModel(tb testing.TB, file string) string {
 		Missing(tb, "needs the default model (run `make model` or set JEV_MODEL): %v", err)
 	}
 	return p
+}
+
+// LlamaServer starts the llama-server that `make server` built from the pinned llama.cpp on
+// 127.0.0.1 with model (2 threads, flash attention off) and stops it when the test ends, also
+// when it fails. Without the binary it skips/fails through Missing.
+func LlamaServer(tb testing.TB, model string) *llamaserver.Server {
+	tb.Helper()
+	bin, err := llamaserver.Find(RepoRoot(tb))
+	if err != nil {
+		Missing(tb, "needs llama-server (run `make server`): %v", err)
+	}
+	s, err := llamaserver.Start(context.Background(), llamaserver.Options{Bin: bin, Model: model, Threads: 2})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = s.Close() })
+	return s
 }

@@ -1,0 +1,110 @@
+package parity_test
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gojev/gojev/backend"
+	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/decide"
+	"github.com/gojev/gojev/internal/testenv"
+	"github.com/gojev/gojev/llamarender"
+	"github.com/gojev/gojev/parity"
+)
+
+func readRows(t *testing.T, path string) []contract.Row {
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var rows []contract.Row
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		row, err := contract.ParseRow(sc.Bytes())
+		require.NoError(t, err)
+		rows = append(rows, row)
+	}
+	require.NoError(t, sc.Err())
+	return rows
+}
+
+// TestParityWithLlamaServer is the parity table of issue 3 on the Banking77 sample: the three
+// renderers agree byte for byte, the token ids agree, the decoded distributions agree within
+// 1e-4 and every row chooses the same option. Any regression fails it.
+func TestParityWithLlamaServer(t *testing.T) {
+	model := testenv.DefaultModel(t, decide.DefaultModelFile)
+	rows := readRows(t, testenv.SharedData(t, "banking77/sample-200-8opt.jsonl"))
+	srv := testenv.LlamaServer(t, model)
+	ctx := context.Background()
+
+	ip, err := backend.OpenInProcess(model, backend.InProcessOptions{NThreads: 2})
+	require.NoError(t, err)
+	defer ip.Close()
+	llm, err := llamarender.New(ip.Model(), "")
+	require.NoError(t, err)
+	defer llm.Close()
+	hb := backend.NewHTTP(srv.URL, backend.HTTPOptions{})
+
+	rep, err := parity.Rows(ctx, ip, llm, hb, rows, backend.DefaultKwargs())
+	require.NoError(t, err)
+	t.Logf("rows %d; prompts identical %v; tokens %d; choices %d; max |Δ logprob| %.3g raw, %.3g through the server's float32 normaliser, %.3g normaliser-free",
+		rep.Rows, rep.PromptsIdentical, rep.TokensIdentical, rep.ChoicesIdentical,
+		rep.MaxAbsLogprobDiff, rep.MaxAbsLogprobDiffServerArith, rep.MaxAbsLogitGapDiff)
+
+	assert.Equal(t, len(rows), rep.Rows)
+	assert.Empty(t, rep.RowErrors)
+	for _, pair := range []string{parity.GoVsLlama, parity.GoVsServer, parity.LlamaVsServer} {
+		assert.Equal(t, rep.Rows, rep.PromptsIdentical[pair], pair)
+	}
+	assert.Empty(t, rep.PromptDifferences)
+	assert.Equal(t, rep.Rows, rep.TokensIdentical)
+	assert.Equal(t, rep.Rows, rep.ChoicesIdentical, "%v", rep.ChoiceDifferences)
+	assert.LessOrEqual(t, rep.MaxAbsLogprobDiffServerArith, 1e-4)
+	assert.LessOrEqual(t, rep.MaxAbsLogitGapDiff, 1e-4)
+	// The raw difference is the server's float32 normaliser (~1.5e-4 here); a drift beyond
+	// that is a decoding difference.
+	assert.LessOrEqual(t, rep.MaxAbsLogprobDiff, 5e-4)
+	assert.True(t, rep.OK(1e-4))
+}
+
+// TestCorpusCounts pins the three-way corpus comparison: a renderer change shows up as a
+// changed count or a changed list of differing templates.
+func TestCorpusCounts(t *testing.T) {
+	python := testenv.Python3(t)
+	dir := filepath.Join(testenv.LlamaCppDir(t), "models", "templates")
+	s := decide.SampleRow()
+	msgs, err := contract.DirectMessages(s.State, s.Question, s.Options)
+	require.NoError(t, err)
+	c, err := parity.RunCorpus(context.Background(), dir, python, msgs)
+	require.NoError(t, err)
+	require.Empty(t, c.PythonError)
+	t.Logf("%d templates; Python renders %d; Go=Python %d, llama=Python %d, Go=llama %d/%d",
+		c.Templates, c.PythonRendered, c.GoVsPython, c.LlamaVsPython, c.GoVsLlama, c.BothRender)
+	assert.Equal(t, 68, c.Templates)
+	assert.Equal(t, 66, c.PythonRendered)
+	assert.Equal(t, 66, c.GoVsPython)
+	assert.Equal(t, 64, c.LlamaVsPython)
+	assert.Equal(t, 67, c.BothRender)
+	assert.Equal(t, 64, c.GoVsLlama)
+	var diffs []string
+	for _, d := range c.Differences {
+		diffs = append(diffs, d.What+" "+d.ID)
+	}
+	sort.Strings(diffs)
+	// llama.cpp's differences on purpose: it supplies date_string (Llama 3.1/3.3) and datetime
+	// (firefunction) from the clock, where Jinja2 leaves them undefined.
+	assert.Equal(t, []string{
+		"go_vs_llama fireworks-ai-llama-3-firefunction-v2.jinja",
+		"go_vs_llama meta-llama-Llama-3.1-8B-Instruct.jinja",
+		"go_vs_llama meta-llama-Llama-3.3-70B-Instruct.jinja",
+		"llama_vs_python meta-llama-Llama-3.1-8B-Instruct.jinja",
+		"llama_vs_python meta-llama-Llama-3.3-70B-Instruct.jinja",
+	}, diffs)
+}
