@@ -38,6 +38,9 @@ type InProcessOptions struct {
 	NThreads int
 	// NoMmap reads the weights into memory (use_mmap=false).
 	NoMmap bool
+	// NoPrefixReuse decodes every prompt whole, clearing the KV cache first, as a runtime
+	// without prompt caching would (jev bench's sequential baseline).
+	NoPrefixReuse bool
 }
 
 // InProcess runs the contract on llama.cpp in this process: one model, one llama context with
@@ -52,6 +55,7 @@ type InProcess struct {
 	goTmpl    *render.Template
 	llTmpl    *llamarender.Template
 	renderer  string
+	noReuse   bool
 	ropts     render.Options
 	nCtx      int
 	nBatch    int
@@ -83,7 +87,7 @@ func OpenInProcess(path string, opts InProcessOptions) (*InProcess, error) {
 }
 
 func newInProcess(model *llama.Model, opts InProcessOptions) (*InProcess, error) {
-	b := &InProcess{model: model, renderer: opts.Renderer}
+	b := &InProcess{model: model, renderer: opts.Renderer, noReuse: opts.NoPrefixReuse}
 	if b.renderer == "" {
 		b.renderer = RendererGo
 	}
@@ -254,6 +258,9 @@ func (b *InProcess) nextTokenLogits(ctx context.Context, tokens []llama.Token) (
 		return nil, llama.ErrClosed
 	}
 	keep := max(0, min(commonPrefix(b.cached, tokens), len(tokens)-2))
+	if b.noReuse {
+		keep = 0
+	}
 	if keep < len(b.cached) {
 		if ok, err := b.lctx.SeqRm(0, keep, -1); err != nil || !ok {
 			keep = 0

@@ -1,0 +1,194 @@
+// Package bench runs the same rows through gojev's decision paths and measures them: the
+// batching engine, in-process one prompt at a time, the seed's HTTP path against llama-server,
+// and the hardware's prompt-processing rate (llama-bench). jev bench prints and charts its
+// Report.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"slices"
+	"time"
+
+	"github.com/gojev/gojev/backend"
+	"github.com/gojev/gojev/contract"
+)
+
+// Path is one measured decision path.
+type Path struct {
+	Name string `json:"-"`
+	// DecisionsPerS is rows / wall time.
+	DecisionsPerS float64 `json:"decisions_per_s"`
+	// PromptTokensPerS is the prompt tokens a no-reuse run would decode (the sum of every
+	// prompt's length) / wall time: for a path that reuses prefixes, its effective rate.
+	PromptTokensPerS float64 `json:"prompt_tokens_per_s"`
+	// TokensDecoded is what the path actually decoded, when it knows (the engine).
+	TokensDecoded int64   `json:"tokens_decoded,omitempty"`
+	PromptTokens  int64   `json:"prompt_tokens"`
+	P50MS         float64 `json:"p50_ms"`
+	P95MS         float64 `json:"p95_ms"`
+	WallS         float64 `json:"wall_s"`
+	Errors        int     `json:"errors"`
+	// Per row, for the same-prompts/same-choices checks (not in the JSON).
+	SHA    [][]string `json:"-"` // prompt_sha256s of each row (one, or one per candidate)
+	Chosen []string   `json:"-"`
+}
+
+// Ratios compare the paths.
+type Ratios struct {
+	EngineVsHTTP       float64 `json:"engine_vs_http"`
+	EngineVsSequential float64 `json:"engine_vs_sequential"`
+	// PrefillEfficiency is the engine's effective prompt tokens/s over the hardware's.
+	PrefillEfficiency float64 `json:"prefill_efficiency"`
+}
+
+// Report is jev bench's JSON (-o bench.json).
+type Report struct {
+	Rows                     int              `json:"rows"`
+	Threads                  int              `json:"threads"`
+	Model                    string           `json:"model"`
+	Contract                 string           `json:"contract"`
+	Paths                    map[string]*Path `json:"paths"`
+	Engine                   *Path            `json:"engine,omitempty"`
+	Sequential               *Path            `json:"sequential,omitempty"`
+	HTTP                     *Path            `json:"http,omitempty"`
+	HardwarePromptTokensPerS float64          `json:"hardware_prompt_tokens_per_s"`
+	HardwarePromptTokens     int              `json:"hardware_prompt_tokens"`
+	Ratios                   Ratios           `json:"ratios"`
+	SamePrompts              bool             `json:"same_prompts"`
+	SameChoices              bool             `json:"same_choices"`
+	Differences              []string         `json:"differences,omitempty"`
+	Started                  time.Time        `json:"started"`
+}
+
+// latencies turns per-row durations into p50/p95 in milliseconds (nearest rank).
+func percentiles(d []time.Duration) (p50, p95 float64) {
+	if len(d) == 0 {
+		return 0, 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	at := func(q float64) float64 {
+		i := int(q*float64(len(s))+0.5) - 1
+		i = max(0, min(len(s)-1, i))
+		return float64(s[i].Microseconds()) / 1000
+	}
+	return at(0.50), at(0.95)
+}
+
+func finish(p *Path, rows int, wall time.Duration, lat []time.Duration) {
+	p.WallS = wall.Seconds()
+	p.DecisionsPerS = float64(rows) / wall.Seconds()
+	p.PromptTokensPerS = float64(p.PromptTokens) / wall.Seconds()
+	p.P50MS, p.P95MS = percentiles(lat)
+}
+
+// Direct runs the direct contract row by row through one backend, as the seed does per
+// decision: render, tokenize the prompt and the 16 boundary probes, read the options' next-token
+// log-probabilities. With the HTTP backend that is the seed's exact call sequence
+// (/apply-template, 17 × /tokenize, /completion); with the in-process backend it is the same
+// flow without HTTP.
+func Direct(ctx context.Context, name string, b backend.Backend, rows []contract.Row) (*Path, error) {
+	tok := backend.Tokenizer(ctx, b)
+	slots, err := contract.ResolveSlots(tok)
+	if err != nil {
+		return nil, err
+	}
+	p := &Path{Name: name, SHA: make([][]string, len(rows)), Chosen: make([]string, len(rows))}
+	lat := make([]time.Duration, 0, len(rows))
+	start := time.Now()
+	for i, row := range rows {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		t0 := time.Now()
+		sha, chosen, n, err := directOne(ctx, b, tok, slots, row)
+		if err != nil {
+			p.Errors++
+			continue
+		}
+		lat = append(lat, time.Since(t0))
+		p.SHA[i], p.Chosen[i] = []string{sha}, chosen
+		p.PromptTokens += int64(n)
+	}
+	finish(p, len(rows), time.Since(start), lat)
+	return p, nil
+}
+
+func directOne(ctx context.Context, b backend.Backend, tok contract.Tokenizer, slots contract.Slots, row contract.Row) (sha, chosen string, n int, err error) {
+	msgs, err := contract.DirectMessages(row.State, row.Question, row.Options)
+	if err != nil {
+		return "", "", 0, err
+	}
+	text, err := b.Render(ctx, msgs)
+	if err != nil {
+		return "", "", 0, err
+	}
+	toks, err := contract.VerifyBoundary(tok, text, slots)
+	if err != nil {
+		return "", "", 0, err
+	}
+	r, err := b.NextToken(ctx, toks, slots[:len(row.Options)])
+	if err != nil {
+		return "", "", 0, err
+	}
+	scores, c := contract.ScoreReadout(r.Logprobs, r.Logits, slots, row.Options)
+	return contract.PromptSHA256(text), scores[c].ID, len(toks), nil
+}
+
+// LlamaBench runs llama.cpp's llama-bench for the prompt-processing rate of nTokens-token
+// prompts on the model and threads, flash attention off as gojev decodes (-p N -n 0 -fa 0
+// -r 3 -o json), and returns tokens/s (avg_ts).
+func LlamaBench(ctx context.Context, bin, model string, threads, nTokens int) (float64, error) {
+	cmd := exec.CommandContext(ctx, bin, "-m", model, "-p", fmt.Sprint(nTokens), "-n", "0", "-t", fmt.Sprint(threads),
+		"-fa", "0", "-r", "3", "-o", "json")
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		return 0, fmt.Errorf("bench: %s: %w: %s", bin, err, stderr)
+	}
+	var res []struct {
+		NPrompt int     `json:"n_prompt"`
+		AvgTS   float64 `json:"avg_ts"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || len(res) == 0 {
+		return 0, fmt.Errorf("bench: unexpected llama-bench output: %v: %.200s", err, out)
+	}
+	return res[0].AvgTS, nil
+}
+
+// Compare fills the ratios and the same-prompts/same-choices checks from the paths present.
+func (r *Report) Compare() {
+	if r.Engine != nil && r.HTTP != nil && r.HTTP.DecisionsPerS > 0 {
+		r.Ratios.EngineVsHTTP = r.Engine.DecisionsPerS / r.HTTP.DecisionsPerS
+	}
+	if r.Engine != nil && r.Sequential != nil && r.Sequential.DecisionsPerS > 0 {
+		r.Ratios.EngineVsSequential = r.Engine.DecisionsPerS / r.Sequential.DecisionsPerS
+	}
+	if r.Engine != nil && r.HardwarePromptTokensPerS > 0 {
+		r.Ratios.PrefillEfficiency = r.Engine.PromptTokensPerS / r.HardwarePromptTokensPerS
+	}
+	ref := r.HTTP
+	if ref == nil {
+		ref = r.Sequential
+	}
+	if r.Engine == nil || ref == nil {
+		return
+	}
+	r.SamePrompts, r.SameChoices = true, true
+	for i := range r.Engine.SHA {
+		if !slices.Equal(r.Engine.SHA[i], ref.SHA[i]) {
+			r.SamePrompts = false
+			r.Differences = append(r.Differences, fmt.Sprintf("row %d: prompt_sha256 differs (engine vs %s)", i, ref.Name))
+		}
+		if r.Engine.Chosen[i] != ref.Chosen[i] {
+			r.SameChoices = false
+			r.Differences = append(r.Differences, fmt.Sprintf("row %d: chose %q (engine) vs %q (%s)", i, r.Engine.Chosen[i], ref.Chosen[i], ref.Name))
+		}
+	}
+}

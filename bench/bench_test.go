@@ -1,0 +1,44 @@
+package bench
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestPercentilesNearestRank(t *testing.T) {
+	var d []time.Duration
+	for i := 100; i >= 1; i-- { // unsorted on purpose
+		d = append(d, time.Duration(i)*time.Millisecond)
+	}
+	p50, p95 := percentiles(d)
+	assert.Equal(t, 50.0, p50)
+	assert.Equal(t, 95.0, p95)
+	p50, p95 = percentiles([]time.Duration{7 * time.Millisecond})
+	assert.Equal(t, 7.0, p50)
+	assert.Equal(t, 7.0, p95)
+}
+
+func TestCompareAndChart(t *testing.T) {
+	r := &Report{Rows: 2, Threads: 2, Contract: "direct-options-v1", HardwarePromptTokensPerS: 400,
+		Engine:     &Path{Name: "engine", DecisionsPerS: 6, PromptTokensPerS: 360, SHA: [][]string{{"a"}, {"b"}}, Chosen: []string{"x", "y"}},
+		Sequential: &Path{Name: "sequential", DecisionsPerS: 1.5, PromptTokensPerS: 300, SHA: [][]string{{"a"}, {"b"}}, Chosen: []string{"x", "y"}},
+		HTTP:       &Path{Name: "http", DecisionsPerS: 2, PromptTokensPerS: 320, SHA: [][]string{{"a"}, {"c"}}, Chosen: []string{"x", "z"}},
+	}
+	r.Compare()
+	assert.InDelta(t, 3.0, r.Ratios.EngineVsHTTP, 1e-12)
+	assert.InDelta(t, 4.0, r.Ratios.EngineVsSequential, 1e-12)
+	assert.InDelta(t, 0.9, r.Ratios.PrefillEfficiency, 1e-12)
+	assert.False(t, r.SamePrompts)
+	assert.False(t, r.SameChoices)
+	assert.Len(t, r.Differences, 2)
+
+	var svg bytes.Buffer
+	require.NoError(t, r.WriteSVG(&svg))
+	assert.True(t, strings.HasPrefix(svg.String(), "<?xml") || strings.Contains(svg.String(), "<svg"))
+	assert.Contains(t, svg.String(), "engine")
+}
