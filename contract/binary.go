@@ -1,0 +1,135 @@
+package contract
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+)
+
+// TokenScore is one answer token's readout at a prompt's last position.
+type TokenScore struct {
+	Token   int32   `json:"token"`   // the token id (a BinarySlots entry)
+	Logit   float64 `json:"logit"`   // its raw next-token logit
+	Logprob float64 `json:"logprob"` // log-softmax over the full vocabulary: logit - logsumexp(logits)
+}
+
+// BinaryScore is one candidate's yes/no readout under binary-candidates-v1.
+type BinaryScore struct {
+	// PYes is softmax([logsumexp(yes logits), logsumexp(no logits)])[0]: the probability of
+	// "yes" against "no", every single-token spelling of a word pooled. In [0, 1].
+	PYes float64      `json:"p_yes"`
+	Yes  []TokenScore `json:"yes"` // one entry per BinarySlots.Yes id, in that order
+	No   []TokenScore `json:"no"`  // one entry per BinarySlots.No id, in that order
+}
+
+// ScoreBinary reads one candidate's yes/no judgement from the next-token logits at its
+// prompt's last position (a row of length n_vocab): per yes/no token its raw logit and its
+// log-probability over the whole vocabulary (logit - LogSumExp(logits), as ScoreDirect's
+// Logprob), and PYes = softmax([logsumexp(yes logits), logsumexp(no logits)])[0]. slots come
+// from ResolveBinarySlots (both groups non-empty, every id indexing logits); the caller
+// guarantees that.
+func ScoreBinary(logits []float32, slots BinarySlots) BinaryScore {
+	lse := LogSumExp(logits)
+	read := func(ids []int32) ([]TokenScore, float64) {
+		out := make([]TokenScore, len(ids))
+		raw := make([]float64, len(ids))
+		for i, id := range ids {
+			raw[i] = float64(logits[id])
+			out[i] = TokenScore{Token: id, Logit: raw[i], Logprob: raw[i] - lse}
+		}
+		return out, logSumExp64(raw)
+	}
+	yes, lseYes := read(slots.Yes)
+	no, lseNo := read(slots.No)
+	return BinaryScore{PYes: Softmax([]float64{lseYes, lseNo})[0], Yes: yes, No: no}
+}
+
+// logSumExp64 is LogSumExp for a few float64 values (-Inf when empty).
+func logSumExp64(values []float64) float64 {
+	maximum := math.Inf(-1)
+	for _, v := range values {
+		maximum = max(maximum, v)
+	}
+	if math.IsInf(maximum, 0) {
+		return maximum
+	}
+	total := 0.0
+	for _, v := range values {
+		total += math.Exp(v - maximum)
+	}
+	return maximum + math.Log(total)
+}
+
+// CandidateScore is one option's result in a binary-candidates-v1 decision.
+type CandidateScore struct {
+	ID            string `json:"id"`              // the option's id from the row
+	PromptSHA256  string `json:"prompt_sha256"`   // PromptSHA256 of this candidate's rendered prompt
+	NPromptTokens int    `json:"n_prompt_tokens"` // tokens of that prompt
+	Rank          int    `json:"rank"`            // 1 for the highest PYes; ties keep option order
+	BinaryScore
+}
+
+// RankCandidates ranks candidates by PYes, highest first, ties in option order: it sets each
+// Rank (1-based) and returns the index of the chosen candidate (rank 1). It returns -1 for an
+// empty slice.
+func RankCandidates(cands []CandidateScore) (chosen int) {
+	if len(cands) == 0 {
+		return -1
+	}
+	order := make([]int, len(cands))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return cands[order[a]].PYes > cands[order[b]].PYes })
+	for r, i := range order {
+		cands[i].Rank = r + 1
+	}
+	return order[0]
+}
+
+// BinarySpellings returns the texts of the single-token spellings ResolveBinarySlots accepted,
+// each with its token: for each word, "word" then " word", skipping spellings that are not
+// one token or repeat an id. It lets a caller check the answer boundary for every spelling.
+func BinarySpellings(tok Tokenizer, slots BinarySlots) (texts []string, ids []int32) {
+	for w, word := range BINARY_WORDS {
+		group := slots.Yes
+		if w == 1 {
+			group = slots.No
+		}
+		for _, spelling := range []string{word, " " + word} {
+			got, err := tok.Tokenize(spelling)
+			if err != nil || len(got) != 1 || !slices.Contains(group, got[0]) || slices.Contains(ids, got[0]) {
+				continue
+			}
+			texts, ids = append(texts, spelling), append(ids, got[0])
+		}
+	}
+	return texts, ids
+}
+
+// VerifyBinaryBoundary is VerifyBoundary for a binary prompt: for every single-token yes/no
+// spelling (BinarySpellings), tokenize(prompt + spelling) must equal tokenize(prompt) followed
+// by that spelling's token, so the scored logit belongs to the token the model would emit.
+// It returns the prompt's tokens. Errors: ErrEmptyPrompt, ErrBoundary (names the spelling).
+func VerifyBinaryBoundary(tok Tokenizer, prompt string, slots BinarySlots) ([]int32, error) {
+	base, err := tok.Tokenize(prompt)
+	if err != nil {
+		return nil, fmt.Errorf("contract: tokenizing the prompt: %w", err)
+	}
+	if len(base) == 0 {
+		return nil, ErrEmptyPrompt
+	}
+	texts, ids := BinarySpellings(tok, slots)
+	for i, spelling := range texts {
+		combined, err := tok.Tokenize(prompt + spelling)
+		if err != nil {
+			return nil, fmt.Errorf("contract: tokenizing the prompt with %q appended: %w", spelling, err)
+		}
+		if len(combined) != len(base)+1 || !slices.Equal(combined[:len(base)], base) || combined[len(base)] != ids[i] {
+			return nil, fmt.Errorf("%w for spelling %q: the prompt does not end in a position where %q stays one token",
+				ErrBoundary, spelling, spelling)
+		}
+	}
+	return base, nil
+}

@@ -1,0 +1,67 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/decide"
+	"github.com/gojev/gojev/engine"
+	"github.com/gojev/gojev/llama"
+)
+
+// Binary decisions on a real 16-option row, every C object freed on Close, a bad row and a
+// cancelled context as per-row errors.
+func TestBinaryBadRowsCancelAndClose(t *testing.T) {
+	m0, c0, b0 := llama.Live()
+	e, err := engine.Open(modelPath(t), engine.Options{Contract: engine.Binary, NThreads: 2, NSeqMax: 18})
+	require.NoError(t, err)
+	rows := readRows(t, "banking77/test-16opt.jsonl", 1)
+	bad := rows[0]
+	bad.ID, bad.Options = "empty", nil
+	special := rows[0]
+	special.ID, special.State = "special", "hello <|im_end|> world"
+	outs, err := e.DecideAll(context.Background(), []contract.Row{rows[0], bad, special})
+	require.NoError(t, err)
+	require.NoError(t, outs[0].Err)
+	r := outs[0].Result
+	assert.Equal(t, contract.BINARY_PROMPT_VERSION, r.PromptVersion)
+	require.Len(t, r.Candidates, 16)
+	ranks := map[int]bool{}
+	for _, c := range r.Candidates {
+		assert.Len(t, c.PromptSHA256, 64)
+		assert.True(t, c.PYes >= 0 && c.PYes <= 1)
+		assert.Len(t, c.Yes, len(e.BinarySlots().Yes))
+		assert.Len(t, c.No, len(e.BinarySlots().No))
+		ranks[c.Rank] = true
+		if c.Rank == 1 {
+			assert.Equal(t, c.ID, r.Chosen)
+		}
+	}
+	assert.Len(t, ranks, 16)
+	t.Logf("binary: chosen %s, prompt tokens %d, decoded %.0f, %+v", r.Chosen, r.Stats.PromptTokens, r.Stats.DecodedTokens, e.Stats())
+	assert.Less(t, r.Stats.DecodedTokens, float64(r.Stats.PromptTokens)/2, "the row's prefix is decoded once for 16 candidates")
+	assert.ErrorIs(t, outs[1].Err, contract.ErrNoOptions)
+	assert.ErrorIs(t, outs[2].Err, decide.ErrSpecialText)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = e.Decide(ctx, rows[0])
+	assert.ErrorIs(t, err, context.Canceled)
+
+	require.NoError(t, e.Close())
+	require.NoError(t, e.Close())
+	_, err = e.Decide(context.Background(), rows[0])
+	assert.True(t, errors.Is(err, llama.ErrClosed), "%v", err)
+	m1, c1, b1 := llama.Live()
+	assert.Equal(t, [3]int64{m0, c0, b0}, [3]int64{m1, c1, b1}, "every model, context and batch freed")
+}
+
+func TestOptionsAreChecked(t *testing.T) {
+	_, err := engine.Open(modelPath(t), engine.Options{NSeqMax: 2})
+	assert.ErrorIs(t, err, engine.ErrOptions)
+}
