@@ -94,13 +94,14 @@ func (e *MissingTokensError) Error() string {
 
 func (e *MissingTokensError) Unwrap() error { return ErrMissingTokens }
 
-// Tokenizer adapts a Backend to contract.Tokenizer (add_special=false, parse_special=true, as
-// the seed's /tokenize calls) for the start-up checks, under one context.
-func Tokenizer(ctx context.Context, b Backend) contract.Tokenizer { return tokenizer{ctx, b} }
+// Tokenizer adapts a Backend (or any SpecialTokenizer) to contract.Tokenizer
+// (add_special=false, parse_special=true, as the seed's /tokenize calls) for the start-up
+// checks, under one context.
+func Tokenizer(ctx context.Context, b SpecialTokenizer) contract.Tokenizer { return tokenizer{ctx, b} }
 
 type tokenizer struct {
 	ctx context.Context
-	b   Backend
+	b   SpecialTokenizer
 }
 
 func (t tokenizer) Tokenize(text string) ([]int32, error) { return t.b.Tokenize(t.ctx, text, true) }

@@ -9,8 +9,6 @@ import (
 
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/llama"
-	"github.com/gojev/gojev/llamarender"
-	"github.com/gojev/gojev/render"
 )
 
 // Renderer names accepted by InProcessOptions.Renderer.
@@ -52,11 +50,8 @@ type InProcess struct {
 	model     *llama.Model
 	lctx      *llama.Context
 	batch     *llama.Batch
-	goTmpl    *render.Template
-	llTmpl    *llamarender.Template
-	renderer  string
+	tmpl      *Template
 	noReuse   bool
-	ropts     render.Options
 	nCtx      int
 	nBatch    int
 	nCtxTrain int
@@ -87,42 +82,11 @@ func OpenInProcess(path string, opts InProcessOptions) (*InProcess, error) {
 }
 
 func newInProcess(model *llama.Model, opts InProcessOptions) (*InProcess, error) {
-	b := &InProcess{model: model, renderer: opts.Renderer, noReuse: opts.NoPrefixReuse}
-	if b.renderer == "" {
-		b.renderer = RendererGo
-	}
-	source := opts.ChatTemplate
-	if source == "" {
-		s, ok, err := model.ChatTemplate("")
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, fmt.Errorf("%w: %s has no tokenizer.chat_template; give one (jev: --chat-template-file)", ErrNoTemplate, model.Path())
-		}
-		source = s
-	}
-	bos, err := model.Vocab().BOSText()
+	tmpl, err := NewTemplate(model, TemplateOptions{Options: opts.Options, Renderer: opts.Renderer, ChatTemplate: opts.ChatTemplate})
 	if err != nil {
 		return nil, err
 	}
-	eos, err := model.Vocab().EOSText()
-	if err != nil {
-		return nil, err
-	}
-	b.ropts = render.Options{AddGenerationPrompt: true, BOSToken: bos, EOSToken: eos, Kwargs: opts.kwargs(), Now: opts.clock()}
-	switch b.renderer {
-	case RendererGo:
-		if b.goTmpl, err = render.Parse(source); err != nil {
-			return nil, err
-		}
-	case RendererLlama:
-		if b.llTmpl, err = llamarender.New(model, source); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, fmt.Errorf("backend: unknown renderer %q (want %q or %q)", b.renderer, RendererGo, RendererLlama)
-	}
+	b := &InProcess{model: model, tmpl: tmpl, noReuse: opts.NoPrefixReuse}
 
 	nCtx := opts.NCtx
 	if nCtx == 0 {
@@ -157,20 +121,16 @@ func newInProcess(model *llama.Model, opts InProcessOptions) (*InProcess, error)
 	return b, nil
 }
 
-func (b *InProcess) closeTemplates() {
-	if b.llTmpl != nil {
-		_ = b.llTmpl.Close()
-	}
-}
+func (b *InProcess) closeTemplates() { _ = b.tmpl.Close() }
 
 // Name returns "in-process".
 func (b *InProcess) Name() string { return "in-process" }
 
 // Renderer returns RendererGo or RendererLlama.
-func (b *InProcess) Renderer() string { return b.renderer }
+func (b *InProcess) Renderer() string { return b.tmpl.Name() }
 
 // TemplateTime returns the clock the template reads.
-func (b *InProcess) TemplateTime() time.Time { return b.ropts.Now }
+func (b *InProcess) TemplateTime() time.Time { return b.tmpl.Now() }
 
 // Model returns the loaded model.
 func (b *InProcess) Model() *llama.Model { return b.model }
@@ -180,23 +140,11 @@ func (b *InProcess) NCtx() int      { return b.nCtx }
 func (b *InProcess) NCtxTrain() int { return b.nCtxTrain }
 
 // TemplateSHA256 returns the SHA-256 of the template source the renderer uses.
-func (b *InProcess) TemplateSHA256() string {
-	if b.goTmpl != nil {
-		return b.goTmpl.SHA256()
-	}
-	return contract.PromptSHA256(b.llTmpl.Source())
-}
+func (b *InProcess) TemplateSHA256() string { return b.tmpl.SHA256() }
 
 // Render renders through the chosen renderer. Errors wrap render.ErrTemplate (both renderers).
 func (b *InProcess) Render(_ context.Context, messages []contract.ChatMessage) (string, error) {
-	rm := make([]render.Message, len(messages))
-	for i, m := range messages {
-		rm[i] = render.Message{Role: m.Role, Content: m.Content}
-	}
-	if b.goTmpl != nil {
-		return b.goTmpl.Render(rm, b.ropts)
-	}
-	return b.llTmpl.Render(rm, b.ropts)
+	return b.tmpl.Render(messages)
 }
 
 // Tokenize is llama_tokenize with add_special=false.

@@ -133,3 +133,10 @@ func VerifyBinaryBoundary(tok Tokenizer, prompt string, slots BinarySlots) ([]in
 	}
 	return base, nil
 }
+
+// PYes is softmax([logsumexp(yes), logsumexp(no)])[0] for yes/no values that are logits or
+// log-probabilities of one position (the shift between them cancels): ScoreBinary's PYes for a
+// runtime that returns log-probabilities only.
+func PYes(yes, no []float64) float64 {
+	return Softmax([]float64{logSumExp64(yes), logSumExp64(no)})[0]
+}

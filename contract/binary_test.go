@@ -100,3 +100,14 @@ func TestVerifyBinaryBoundary(t *testing.T) {
 	assert.ErrorIs(t, err, contract.ErrBoundary)
 	assert.Contains(t, err.Error(), `" yes"`)
 }
+
+func TestPYesFromLogprobsEqualsScoreBinary(t *testing.T) {
+	logits := []float32{1.5, -0.25, 3, 0.75, 2}
+	slots := contract.BinarySlots{Yes: []int32{0, 3}, No: []int32{2}}
+	want := contract.ScoreBinary(logits, slots).PYes
+	lse := contract.LogSumExp(logits)
+	got := contract.PYes([]float64{1.5 - lse, 0.75 - lse}, []float64{3 - lse})
+	assert.InDelta(t, want, got, 1e-15)
+	// Python: a = log(e^1.5 + e^0.75); 1/(1+e^(3-a))
+	assert.InDelta(t, 0.24728800769576875, got, 1e-12)
+}

@@ -3,9 +3,7 @@ package decide
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/gojev/gojev/backend"
@@ -20,7 +18,7 @@ var (
 	ErrPromptTooLong = backend.ErrPromptTooLong
 	// ErrSpecialText: a message's content contains text that tokenizes as a special/control
 	// token (e.g. "<end_of_turn>"), which would let row content rewrite the prompt's structure.
-	ErrSpecialText = errors.New("content contains special-token text")
+	ErrSpecialText = backend.ErrSpecialText
 	// ErrNoTemplate: the model has no chat template in its metadata and none was given.
 	ErrNoTemplate = backend.ErrNoTemplate
 )
@@ -172,43 +170,11 @@ func newPrompt(text string, toks []int32) Prompt {
 // renderText checks the messages' content for special-token text and renders them.
 func (d *Decider) renderText(ctx context.Context, msgs []contract.ChatMessage) (string, error) {
 	for _, m := range msgs {
-		if err := d.checkSpecialText(ctx, m.Content); err != nil {
+		if err := backend.CheckSpecialText(ctx, d.b, m.Content); err != nil {
 			return "", fmt.Errorf("%w in the %s message", err, m.Role)
 		}
 	}
 	return d.b.Render(ctx, msgs)
-}
-
-// checkSpecialText refuses content whose tokens change when special-token text is parsed:
-// such text would become control tokens inside the rendered prompt (an injection path).
-func (d *Decider) checkSpecialText(ctx context.Context, content string) error {
-	plain, err := d.b.Tokenize(ctx, content, false)
-	if err != nil {
-		return err
-	}
-	special, err := d.b.Tokenize(ctx, content, true)
-	if err != nil {
-		return err
-	}
-	if slices.Equal(plain, special) {
-		return nil
-	}
-	// Name the special token: from the first difference on, the first token whose text does
-	// not tokenize back to itself without parse_special.
-	i := 0
-	for i < len(plain) && i < len(special) && plain[i] == special[i] {
-		i++
-	}
-	for _, t := range special[i:] {
-		text, err := d.b.Detokenize(ctx, []int32{t})
-		if err != nil {
-			break
-		}
-		if again, err := d.b.Tokenize(ctx, text, false); err == nil && !slices.Equal(again, []int32{t}) {
-			return fmt.Errorf("%w %q", ErrSpecialText, text)
-		}
-	}
-	return ErrSpecialText
 }
 
 // Decision is the result of one direct decision, one JSON object per output line.

@@ -1,6 +1,5 @@
-// Package engine decides many rows at once with one loaded model: it gathers the prompts of
-// concurrent requests into shared llama_decode batches, one sequence (seq_id) per prompt,
-// and decodes every token that several prompts share only once.
+// Package engine decides many rows at once with one loaded model, decoding every token that
+// several prompts share only once, and safe to call from many goroutines.
 //
 //	e, err := engine.Open("model.gguf", engine.Options{Contract: engine.Binary})
 //	...
@@ -17,25 +16,28 @@
 //
 // # Scheduling and prefix reuse
 //
-// One scheduler goroutine owns the llama context (n_seq_max sequences in one unified KV
-// cache, kv_unified=true). It takes the prompts waiting, up to n_seq_max-2 at a time and as
-// many as the KV cache holds, and builds the token trie of that round: the prompts' longest
-// common token prefix is the root, kept resident in sequence 0 from round to round (the
-// system prompt and the template's head stay decoded); every branching point below it is one
-// node, decoded once into one sequence and copied into the sequences below it
-// (llama_memory_seq_cp of the whole sequence, which in a unified cache only tags cells).
-// A binary row is the typical case: the prompt up to the candidate is decoded once, then
-// every candidate's suffix is decoded in one batch. Direct rows about the same state share the
-// evidence the same way. Each node's segment is one llama_decode (split into near-equal chunks
-// of ≤ n_batch tokens when larger) with logits requested only at prompts' last tokens; with
-// Options.PackPrompts, all segments of a trie level share one llama_decode, one seq_id each.
+// One scheduler goroutine owns the llama context. It takes every prompt waiting (a round) and
+// decodes them in lexicographic order of their tokens, one at a time in sequence 0, each after
+// cutting the KV cache back to the longest prefix it shares with the prompt before it
+// (llama_memory_seq_rm). In that order each node of the round's token trie is decoded exactly
+// once: the system prompt and the template's head once per round, a binary row's prompt up to
+// the candidate once for all its candidates, the evidence once for several questions about the
+// same state. Stats counts the tokens a no-reuse run would decode and those decoded.
 //
-// No decode ever submits a one-token batch: llama.cpp's CPU backend computes a single token
-// through a different matrix-vector path (logits differ by up to 0.35); a level of one token
-// is padded with a throwaway token in a scratch sequence (seq_id n_seq_max-1), removed after.
-// Each segment's KV cells are aligned (cell ≡ position mod 32) with pad tokens, so the
-// attention sums add the same terms in the same SIMD lanes as a prompt decoded alone. With
-// flash attention off, the default path is then bit-identical to deciding each prompt alone
-// (the tests measure the largest log-probability difference against decide.Decider and a
-// one-prompt-at-a-time binary path); PackPrompts is not yet (see Options.PackPrompts).
+// # Why one sequence, not packed batches
+//
+// Packing several prompts into one llama_decode as separate sequences (n_seq_max > 1,
+// llama_memory_seq_cp of a shared prefix) was built and measured first. On the CPU backend it
+// changes the numbers: with the prompts' cells interleaved in a unified KV cache the attention
+// sums run in another order, and on SmolLM2-135M some options' log-probabilities moved by up to
+// 0.21 against deciding each prompt alone, although cells were aligned mod 32 and no batch held
+// one token; the contract's bound is 1e-4. With one sequence a prompt's cells are its positions,
+// exactly as when it is decoded alone, and the result is bit-identical to package decide's
+// (tested on real rows). On two CPU cores packing also gains little: prompt processing is
+// compute-bound and a 100-token batch already keeps both cores busy; what saves time is not
+// decoding shared tokens twice, which one sequence in trie order already achieves.
+//
+// No decode submits a one-token batch: llama.cpp's CPU backend computes a single token through
+// a different matrix-vector path (logits differ by up to 0.35), so at least the last two tokens
+// of a prompt are always decoded, in near-equal chunks of at most n_batch.
 package engine

@@ -9,9 +9,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/decide"
 	"github.com/gojev/gojev/llama"
-	"github.com/gojev/gojev/render"
 )
 
 // Errors of the engine, testable with errors.Is. Row errors also wrap the contract's errors
@@ -31,9 +32,9 @@ type Engine struct {
 	model     *llama.Model
 	lctx      *llama.Context
 	batch     *llama.Batch
-	tmpl      *render.Template
-	renderOpt render.Options
-	tok       vocabTokenizer
+	tmpl      *backend.Template
+	vocab     backend.VocabTokenizer
+	tok       contract.Tokenizer
 	slots     contract.Slots       // Direct
 	bslots    contract.BinarySlots // Binary
 	nCtxTrain int
@@ -47,7 +48,7 @@ type Engine struct {
 	closed     bool
 
 	stats struct {
-		rows, prompts, promptTokens, decodedTokens, padTokens, decodes, rounds atomic.Int64
+		rows, prompts, promptTokens, decodedTokens, decodes, rounds atomic.Int64
 	}
 
 	// Owned by the scheduler goroutine.
@@ -56,7 +57,7 @@ type Engine struct {
 
 // Open loads the model at path (llama_model_load_from_file), prepares its chat template, runs
 // the start-up checks of Options.Contract and creates the llama context
-// (llama_init_from_model with n_seq_max sequences, kv_unified=true, flash attention off) and
+// (llama_init_from_model, one sequence, flash attention off) and
 // the scheduler goroutine. Direct: the sixteen answer slots resolve (contract.ResolveSlots)
 // and the boundary holds on decide.SampleRow's prompt (contract.VerifyBoundary). Binary: the
 // yes/no slots resolve (contract.ResolveBinarySlots) and appending each single-token yes/no
@@ -88,24 +89,29 @@ func newEngine(model *llama.Model, opts Options) (*Engine, error) {
 	if opts, err = opts.resolve(train); err != nil {
 		return nil, err
 	}
-	e := &Engine{opts: opts, model: model, tok: vocabTokenizer{model.Vocab()}, nCtxTrain: train}
-	if err := e.prepareTemplate(); err != nil {
+	e := &Engine{opts: opts, model: model, vocab: backend.VocabTokenizer{V: model.Vocab()}, nCtxTrain: train}
+	e.tok = backend.Tokenizer(context.Background(), e.vocab)
+	e.tmpl, err = backend.NewTemplate(model, backend.TemplateOptions{Renderer: opts.Renderer, ChatTemplate: opts.ChatTemplate,
+		Options: backend.Options{ChatTemplateKwargs: opts.ChatTemplateKwargs, TemplateTime: opts.TemplateTime}})
+	if err != nil {
 		return nil, err
 	}
 	if err := e.startupChecks(); err != nil {
+		_ = e.tmpl.Close()
 		return nil, err
 	}
 	lctx, err := llama.NewContext(model, llama.ContextParams{
-		NCtx: opts.NCtx, NBatch: opts.NBatch, NUBatch: opts.NBatch, NSeqMax: opts.NSeqMax,
-		NThreads: opts.NThreads, NThreadsBatch: opts.NThreads, KVUnified: true,
+		NCtx: opts.NCtx, NBatch: opts.NBatch, NUBatch: opts.NBatch, NSeqMax: 1,
+		NThreads: opts.NThreads, NThreadsBatch: opts.NThreads,
 	})
 	if err != nil {
+		_ = e.tmpl.Close()
 		return nil, err
 	}
-	// One more row than n_batch: a one-token chunk gets a scratch pad token.
-	batch, err := llama.NewBatch(opts.NBatch+1, 1)
+	batch, err := llama.NewBatch(opts.NBatch, 1)
 	if err != nil {
 		_ = lctx.Close()
+		_ = e.tmpl.Close()
 		return nil, err
 	}
 	e.lctx, e.batch = lctx, batch
@@ -135,6 +141,7 @@ func (e *Engine) Close() error {
 	<-e.stopped
 	_ = e.batch.Close()
 	_ = e.lctx.Close()
+	_ = e.tmpl.Close()
 	return e.model.Close()
 }
 
@@ -177,6 +184,11 @@ type Result struct {
 	Candidates    []contract.CandidateScore `json:"candidates,omitempty"`
 	Label         string                    `json:"label,omitempty"`
 	Correct       *bool                     `json:"correct,omitempty"`
+	// Backend is "in-process"; Renderer "go" or "llama"; TemplateDate the clock the template
+	// read (as decide.Decision records them).
+	Backend      string `json:"backend"`
+	Renderer     string `json:"renderer"`
+	TemplateDate string `json:"template_date"`
 	// MS is the decision's latency in milliseconds: from the call to the result, queueing,
 	// rendering and the shared decodes included.
 	MS    float64 `json:"ms"`
@@ -189,7 +201,6 @@ type EngineStats struct {
 	Prompts       int64 // prompts scored
 	PromptTokens  int64 // tokens a no-reuse run would decode for those prompts
 	DecodedTokens int64 // prompt tokens actually decoded (llama_decode batch rows, pads excluded)
-	PadTokens     int64 // scratch pad tokens decoded to align cells (see the package doc)
 	Decodes       int64 // llama_decode calls
 	Rounds        int64 // scheduling rounds
 }
@@ -198,7 +209,7 @@ type EngineStats struct {
 func (e *Engine) Stats() EngineStats {
 	return EngineStats{
 		Rows: e.stats.rows.Load(), Prompts: e.stats.prompts.Load(), PromptTokens: e.stats.promptTokens.Load(),
-		DecodedTokens: e.stats.decodedTokens.Load(), PadTokens: e.stats.padTokens.Load(), Decodes: e.stats.decodes.Load(), Rounds: e.stats.rounds.Load(),
+		DecodedTokens: e.stats.decodedTokens.Load(), Decodes: e.stats.decodes.Load(), Rounds: e.stats.rounds.Load(),
 	}
 }
 
@@ -320,7 +331,8 @@ func (e *Engine) wait(ctx context.Context, j *job) (*Result, error) {
 
 // score turns a job whose prompts all have logits into its Result (scheduler goroutine).
 func (e *Engine) score(j *job) (*Result, error) {
-	res := &Result{ID: j.row.IDJSON(), Label: j.row.Label}
+	res := &Result{ID: j.row.IDJSON(), Label: j.row.Label, Backend: "in-process", Renderer: e.tmpl.Name(),
+		TemplateDate: decide.TemplateDate(e.tmpl.Now())}
 	for _, p := range j.prompts {
 		res.Stats.PromptTokens += p.NTokens
 	}

@@ -18,7 +18,7 @@ import (
 // cancelled context as per-row errors.
 func TestBinaryBadRowsCancelAndClose(t *testing.T) {
 	m0, c0, b0 := llama.Live()
-	e, err := engine.Open(modelPath(t), engine.Options{Contract: engine.Binary, NThreads: 2, NSeqMax: 18})
+	e, err := engine.Open(modelPath(t), engine.Options{Contract: engine.Binary, NThreads: 2})
 	require.NoError(t, err)
 	rows := readRows(t, "banking77/test-16opt.jsonl", 1)
 	bad := rows[0]
@@ -62,6 +62,6 @@ func TestBinaryBadRowsCancelAndClose(t *testing.T) {
 }
 
 func TestOptionsAreChecked(t *testing.T) {
-	_, err := engine.Open(modelPath(t), engine.Options{NSeqMax: 2})
+	_, err := engine.Open(modelPath(t), engine.Options{NBatch: 4})
 	assert.ErrorIs(t, err, engine.ErrOptions)
 }

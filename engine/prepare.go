@@ -3,50 +3,13 @@ package engine
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
+	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/decide"
 	"github.com/gojev/gojev/llama"
-	"github.com/gojev/gojev/render"
 )
-
-// The rendering and checking below repeat package decide's (unexported) steps exactly: the
-// same special-text refusal, the same render options, the same tokenizer settings.
-
-func (e *Engine) prepareTemplate() error {
-	source := e.opts.ChatTemplate
-	if source == "" {
-		s, ok, err := e.model.ChatTemplate("")
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("%w: %s has no tokenizer.chat_template; set Options.ChatTemplate", decide.ErrNoTemplate, e.model.Path())
-		}
-		source = s
-	}
-	tmpl, err := render.Parse(source)
-	if err != nil {
-		return err
-	}
-	bos, err := e.model.Vocab().BOSText()
-	if err != nil {
-		return err
-	}
-	eos, err := e.model.Vocab().EOSText()
-	if err != nil {
-		return err
-	}
-	kwargs := e.opts.ChatTemplateKwargs
-	if kwargs == nil {
-		kwargs = decide.DefaultKwargs()
-	}
-	e.tmpl = tmpl
-	e.renderOpt = render.Options{AddGenerationPrompt: true, BOSToken: bos, EOSToken: eos, Kwargs: kwargs, Now: e.opts.TemplateTime}
-	return nil
-}
 
 func (e *Engine) startupChecks() error {
 	var err error
@@ -113,14 +76,12 @@ func (e *Engine) Prompts(row contract.Row) ([]Prompt, error) {
 }
 
 func (e *Engine) prompt(msgs []contract.ChatMessage, verify func(string) ([]int32, error)) (Prompt, error) {
-	rm := make([]render.Message, len(msgs))
-	for i, m := range msgs {
-		if err := e.checkSpecialText(m.Content); err != nil {
+	for _, m := range msgs {
+		if err := backend.CheckSpecialText(context.Background(), e.vocab, m.Content); err != nil {
 			return Prompt{}, fmt.Errorf("%w in the %s message", err, m.Role)
 		}
-		rm[i] = render.Message{Role: m.Role, Content: m.Content}
 	}
-	text, err := e.tmpl.Render(rm, e.renderOpt)
+	text, err := e.tmpl.Render(msgs)
 	if err != nil {
 		return Prompt{}, err
 	}
@@ -132,31 +93,6 @@ func (e *Engine) prompt(msgs []contract.ChatMessage, verify func(string) ([]int3
 		return Prompt{}, &decide.PromptTooLongError{NTokens: len(toks), NCtx: e.opts.NCtx - 1, NCtxTrain: e.nCtxTrain}
 	}
 	return Prompt{Text: text, SHA256: contract.PromptSHA256(text), Tokens: toks, NTokens: len(toks)}, nil
-}
-
-// checkSpecialText refuses content whose tokens change when special-token text is parsed
-// (decide's check: such text would become control tokens inside the prompt).
-func (e *Engine) checkSpecialText(content string) error {
-	v := e.model.Vocab()
-	plain, err := v.Tokenize(content, false, false)
-	if err != nil {
-		return err
-	}
-	special, err := v.Tokenize(content, false, true)
-	if err != nil {
-		return err
-	}
-	if slices.Equal(plain, special) {
-		return nil
-	}
-	for _, t := range special {
-		shown, err1 := v.TokenToPiece(t, true)
-		hidden, err2 := v.TokenToPiece(t, false)
-		if err1 == nil && err2 == nil && shown != hidden {
-			return fmt.Errorf("%w %q", decide.ErrSpecialText, shown)
-		}
-	}
-	return decide.ErrSpecialText
 }
 
 func (e *Engine) newJob(ctx context.Context, row contract.Row) (*job, error) {
@@ -173,16 +109,4 @@ func (e *Engine) newJob(ctx context.Context, row contract.Row) (*job, error) {
 		j.prompts = append(j.prompts, &prompt{job: j, Prompt: p})
 	}
 	return j, nil
-}
-
-// vocabTokenizer adapts a llama.Vocab to contract.Tokenizer as decide does: add_special=false,
-// parse_special=true; detokenize renders special tokens.
-type vocabTokenizer struct{ v *llama.Vocab }
-
-func (t vocabTokenizer) Tokenize(text string) ([]int32, error) {
-	return t.v.Tokenize(text, false, true)
-}
-
-func (t vocabTokenizer) Detokenize(tokens []int32) (string, error) {
-	return t.v.Detokenize(tokens, false, true)
 }

@@ -6,6 +6,7 @@
 //	jev render -m MODEL.gguf -i rows.jsonl
 //	jev check  -m MODEL.gguf
 //	jev parity -m MODEL.gguf [-i rows.jsonl] [--runtime URL]
+//	jev bench  -m MODEL.gguf [-i rows.jsonl] [--contract binary] [-o bench.json]
 //
 // Run `jev help` or `jev COMMAND -h` for the flags.
 package main
@@ -28,6 +29,7 @@ Usage:
   jev render -m MODEL.gguf [-i rows.jsonl]                  print each row's rendered prompt and its hash
   jev check  -m MODEL.gguf                                  run the start-up checks and print the answer slots
   jev parity -m MODEL.gguf [-i rows.jsonl]                  compare prompts, tokens, log-probs and choices with llama-server
+  jev bench  -m MODEL.gguf [-i rows.jsonl] [-o bench.json]  measure the engine, in-process and HTTP paths
 
 A row is one JSON object per line:
   {"id": "r1", "state": {"message": "..."}, "question": "...",
@@ -61,6 +63,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runCheck(ctx, args[1:], stdout, stderr)
 	case "parity":
 		err = runParity(ctx, args[1:], stdout, stderr)
+	case "bench":
+		err = runBench(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

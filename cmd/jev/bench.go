@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gojev/gojev/backend"
+	"github.com/gojev/gojev/bench"
+	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/engine"
+	"github.com/gojev/gojev/internal/llamaserver"
+	"github.com/gojev/gojev/llama"
+)
+
+const benchSynopsis = `Usage: jev bench -m MODEL.gguf [-i rows.jsonl] [--contract direct|binary] [-o bench.json] [flags]
+
+Runs the same rows through each decision path, one after the other, and measures them:
+  engine      the batching engine: shared prefixes decoded once, results in input order
+  sequential  in-process, one prompt at a time, every prompt decoded whole (the seed's flow
+              without HTTP)
+  http        the seed's HTTP path against llama-server from the same pin and model:
+              /apply-template, /tokenize for the prompt and its boundary probes, /completion
+  hardware    llama.cpp's llama-bench -p N (N = the rows' mean prompt length), the machine's
+              prompt-processing rate on the same model and threads
+It prints decisions/s, prompt tokens/s (the tokens a no-reuse run decodes, over the wall time),
+p50/p95 latency per decision, the ratios, and whether the engine and the reference path (http,
+else sequential) produced the same prompt_sha256 and chosen option on every row. -o writes the
+figures as JSON and an SVG chart beside it (bench.json -> bench.svg).`
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	var mf modelFlags
+	mf.register(fs)
+	var in, out, contractName, pathsFlag string
+	var limit, nSeqMax int
+	stringFlag(fs, &in, "i,input", "examples/tickets.jsonl", "rows `file` (JSONL)")
+	stringFlag(fs, &contractName, "contract", "direct", "`contract`: direct (direct-options-v1) or binary (binary-candidates-v1)")
+	stringFlag(fs, &out, "o,output", "", "write the figures to this JSON `file` and a chart beside it (.svg)")
+	stringFlag(fs, &pathsFlag, "paths", "engine,sequential,http,hardware", "the `paths` to run, comma-separated")
+	intFlag(fs, &limit, "n,rows", 0, "use only the first `n` rows (0: all)")
+	intFlag(fs, &nSeqMax, "np,parallel", 0, "n_seq_max of the engine (0: its default)")
+	if err := parseFlags(fs, args, stderr, benchSynopsis); err != nil {
+		return err
+	}
+	logger := newLogger(stderr, mf.verbose)
+	llama.SetLogger(logger)
+	var ctr engine.Contract
+	switch contractName {
+	case "direct":
+		ctr = engine.Direct
+	case "binary":
+		ctr = engine.Binary
+	default:
+		return usageError{fmt.Errorf("--contract %q: want direct or binary", contractName)}
+	}
+	paths := strings.Split(pathsFlag, ",")
+	for _, p := range paths {
+		if !slices.Contains([]string{"engine", "sequential", "http", "hardware"}, p) {
+			return usageError{fmt.Errorf("--paths: unknown path %q", p)}
+		}
+	}
+	rows, err := readRows(in)
+	if err != nil {
+		return err
+	}
+	if limit > 0 && limit < len(rows) {
+		rows = rows[:limit]
+	}
+	opts, err := mf.options()
+	if err != nil {
+		return err
+	}
+	model, err := mf.modelPath()
+	if err != nil {
+		return err
+	}
+	rep := &bench.Report{Rows: len(rows), Threads: mf.threads, Model: model, Contract: ctr.String(), Started: time.Now().UTC()}
+	bopts := backend.Options{ChatTemplateKwargs: opts.ChatTemplateKwargs, TemplateTime: opts.TemplateTime}
+	run := func(name string, f func() (*bench.Path, error)) error {
+		fmt.Fprintf(stderr, "bench: %s, %d rows ...\n", name, len(rows))
+		p, err := f()
+		if err != nil {
+			return fmt.Errorf("bench %s: %w", name, err)
+		}
+		p.Name = name
+		fmt.Fprintf(stderr, "bench: %s: %.3g decisions/s, %.0f prompt tokens/s, p50 %.0f ms\n", name, p.DecisionsPerS, p.PromptTokensPerS, p.P50MS)
+		return nil
+	}
+	contractPath := func(name string, b backend.Backend) (*bench.Path, error) {
+		if ctr == engine.Binary {
+			return bench.Binary(ctx, name, b, rows)
+		}
+		return bench.Direct(ctx, name, b, rows)
+	}
+	if slices.Contains(paths, "engine") {
+		if err := run("engine", func() (*bench.Path, error) {
+			e, err := engine.Open(model, engine.Options{Contract: ctr, NThreads: mf.threads, NSeqMax: nSeqMax, NGPULayers: opts.NGPULayers,
+				ChatTemplate: opts.ChatTemplate, ChatTemplateKwargs: opts.ChatTemplateKwargs, TemplateTime: opts.TemplateTime})
+			if err != nil {
+				return nil, err
+			}
+			defer e.Close()
+			rep.Engine, err = bench.Engine(ctx, e, rows)
+			return rep.Engine, err
+		}); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(paths, "sequential") {
+		if err := run("sequential", func() (*bench.Path, error) {
+			b, err := backend.OpenInProcess(model, backend.InProcessOptions{Options: bopts, NoPrefixReuse: true, NThreads: mf.threads,
+				NGPULayers: opts.NGPULayers, ChatTemplate: opts.ChatTemplate})
+			if err != nil {
+				return nil, err
+			}
+			defer b.Close()
+			rep.Sequential, err = contractPath("sequential", b)
+			return rep.Sequential, err
+		}); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(paths, "http") {
+		if err := run("http", func() (*bench.Path, error) {
+			url := mf.runtime
+			if url == "" {
+				bin, err := llamaserver.Find(repoRoot())
+				if err != nil {
+					return nil, err
+				}
+				srv, err := llamaserver.Start(ctx, llamaserver.Options{Bin: bin, Model: model, Threads: mf.threads})
+				if err != nil {
+					return nil, err
+				}
+				defer srv.Close()
+				url = srv.URL
+			}
+			var err error
+			rep.HTTP, err = contractPath("http", backend.NewHTTP(url, backend.HTTPOptions{Options: bopts, APIKey: mf.apiKey, NProbs: mf.nProbs}))
+			return rep.HTTP, err
+		}); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(paths, "hardware") {
+		n := meanPromptTokens(rep)
+		if n == 0 {
+			n = 256
+		}
+		bin, err := findBench()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "bench: hardware: llama-bench -p %d -t %d ...\n", n, mf.threads)
+		if rep.HardwarePromptTokensPerS, err = bench.LlamaBench(ctx, bin, model, mf.threads, n); err != nil {
+			return err
+		}
+		rep.HardwarePromptTokens = n
+	}
+	rep.Compare()
+	printBench(stdout, rep)
+	if out != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+		svg := strings.TrimSuffix(out, ".json") + ".svg"
+		f, err := os.Create(svg)
+		if err != nil {
+			return err
+		}
+		if err := errors.Join(rep.WriteSVG(f), f.Close()); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "bench: wrote %s and %s\n", out, svg)
+	}
+	return nil
+}
+
+// meanPromptTokens is the rows' mean prompt length, from whichever path measured it.
+func meanPromptTokens(r *bench.Report) int {
+	for _, p := range []*bench.Path{r.Sequential, r.HTTP, r.Engine} {
+		if p != nil && p.PromptTokens > 0 {
+			prompts := r.Rows
+			if r.Contract == contract.BINARY_PROMPT_VERSION {
+				prompts = 0
+				for _, s := range p.SHA {
+					prompts += len(s)
+				}
+			}
+			return int(p.PromptTokens) / max(1, prompts)
+		}
+	}
+	return 0
+}
+
+func findBench() (string, error) {
+	server, err := llamaserver.Find(repoRoot())
+	if err != nil {
+		return "", err
+	}
+	p := strings.TrimSuffix(server, "llama-server") + "llama-bench"
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("no llama-bench beside %s (run `make server`): %w", server, err)
+	}
+	return p, nil
+}
+
+func printBench(w io.Writer, r *bench.Report) {
+	fmt.Fprintf(w, "bench: %s, %d rows, %d threads, %s\n\n", r.Contract, r.Rows, r.Threads, r.Model)
+	fmt.Fprintf(w, "  %-11s %12s %16s %9s %9s %8s\n", "path", "decisions/s", "prompt tokens/s", "p50 ms", "p95 ms", "errors")
+	for _, p := range []*bench.Path{r.Engine, r.Sequential, r.HTTP} {
+		if p == nil {
+			continue
+		}
+		fmt.Fprintf(w, "  %-11s %12.3f %16.1f %9.0f %9.0f %8d\n", p.Name, p.DecisionsPerS, p.PromptTokensPerS, p.P50MS, p.P95MS, p.Errors)
+	}
+	if r.HardwarePromptTokensPerS > 0 {
+		fmt.Fprintf(w, "  %-11s %12s %16.1f   (llama-bench -p %d)\n", "hardware", "", r.HardwarePromptTokensPerS, r.HardwarePromptTokens)
+	}
+	if r.Engine != nil && r.Engine.TokensDecoded > 0 {
+		fmt.Fprintf(w, "\n  engine decoded %d of %d prompt tokens (%.0f%%)\n", r.Engine.TokensDecoded, r.Engine.PromptTokens,
+			100*float64(r.Engine.TokensDecoded)/float64(max(1, r.Engine.PromptTokens)))
+	}
+	fmt.Fprintf(w, "\n  engine/http %.2f×, engine/sequential %.2f×, prefill efficiency %.0f%%\n",
+		r.Ratios.EngineVsHTTP, r.Ratios.EngineVsSequential, 100*r.Ratios.PrefillEfficiency)
+	fmt.Fprintf(w, "  same prompts %v, same choices %v\n", r.SamePrompts, r.SameChoices)
+	for _, d := range r.Differences {
+		fmt.Fprintf(w, "  %s\n", d)
+	}
+}
