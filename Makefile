@@ -4,6 +4,7 @@
 #   make demo       decide examples/tickets.jsonl with the default model
 #   make eval ROWS=rows.jsonl   decide a labelled row file and print the summary
 #   make test       the whole test suite, including tests on the real default model
+#   make soak       10,000 decisions in one process: RSS growth after warm-up (a CI step)
 #
 # GOJEV_CUDA=1 / GOJEV_METAL=1 build a GPU backend (untested here); GOJEV_CACHE moves the cache;
 # LLAMA_CPP_DIR uses your own llama.cpp checkout; JEV_MODEL uses your own model.
@@ -21,12 +22,12 @@ ROWS ?= examples/tickets.jsonl
 THREADS ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu)
 JEV := bin/jev
 
-.PHONY: all native model build demo eval test vet clean help
+.PHONY: all native model build demo eval test soak vet clean help
 
 all: build
 
 help:
-	@sed -n '1,10p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '1,11p' Makefile | sed 's/^# \{0,1\}//'
 
 native:
 	@./third_party/build-native.sh >/dev/null
@@ -49,6 +50,9 @@ test: native model
 	@python3 -c 'import jinja2' 2>/dev/null || python3 -m pip install --quiet 'jinja2==3.1.6'
 	@[ -d ../shared/data ] || [ -n "$$GOJEV_SHARED_DATA" ] || echo "note: no ../shared/data beside this clone: the tests that need it skip (go test -v says which); CI=true makes them fail instead"
 	JEV_MODEL="$$(./scripts/fetch-model.sh)" $(GO) test $(TAGS) -count=1 ./...
+
+soak: native model
+	JEV_SOAK_DECISIONS=$${JEV_SOAK_DECISIONS:-10000} JEV_MODEL="$$(./scripts/fetch-model.sh)" $(GO) test $(TAGS) -count=1 -timeout 40m -run '^TestSoak$$' -v ./decide/
 
 vet: native
 	$(GO) vet $(TAGS) ./...
