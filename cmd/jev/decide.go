@@ -131,8 +131,10 @@ func decideStream(ctx context.Context, d *decide.Decider, r io.Reader, w io.Writ
 }
 
 // eachLine calls record for every input line (trimmed, with its 1-based number) and writes
-// what it returns as one JSON line, with a single Write (nothing when it returns nil). It stops at the end of the input, at
-// the first error of record or of writing, or when ctx is done before a line starts.
+// what it returns as one JSON line, with a single Write (nothing when it returns nil); a
+// record that cannot be encoded (a NaN logit from a damaged model) becomes an error record.
+// It stops at the end of the input, at the first error of record or of writing, or when ctx
+// is done before a line starts.
 func eachLine(ctx context.Context, r io.Reader, w io.Writer, record func(line []byte, lineNo int) (any, error)) error {
 	br := bufio.NewReaderSize(r, 1<<20)
 	enc := newLineEncoder()
@@ -154,7 +156,9 @@ func eachLine(ctx context.Context, r io.Reader, w io.Writer, record func(line []
 		if rec != nil {
 			b, err := enc.encode(rec)
 			if err != nil {
-				return err
+				if b, err = enc.encode(unencodable(rec, lineNo, err)); err != nil {
+					return err
+				}
 			}
 			if _, err := w.Write(b); err != nil {
 				return fmt.Errorf("writing results: %w", err)

@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,6 +19,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/decide"
 	"github.com/gojev/gojev/internal/testenv"
 )
 
@@ -256,4 +261,27 @@ func TestKilledRunResumes(t *testing.T) {
 			t.Logf("%s after %d of %d lines; --resume wrote the other %d", tc.name, len(got), len(lines), len(final)-len(got))
 		})
 	}
+}
+
+// A record JSON cannot encode (NaN logits, as a damaged model may give) becomes an error
+// record with the row's id, and the lines after it are still written.
+func TestUnencodableRecordBecomesAnErrorRecord(t *testing.T) {
+	var out bytes.Buffer
+	nan := math.NaN()
+	err := eachLine(context.Background(), strings.NewReader("a\nb\nc\n"), &out, func(line []byte, lineNo int) (any, error) {
+		dec := &decide.Decision{ID: json.RawMessage(strconv.Quote(string(line))), Chosen: "x"}
+		if lineNo == 2 {
+			dec.Options = []contract.OptionScore{{ID: "x", Logit: nan, Logprob: nan, Probability: nan}}
+		}
+		return dec, nil
+	})
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	require.Len(t, lines, 3)
+	var rec errorRecord
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &rec))
+	assert.Equal(t, `"b"`, string(rec.ID))
+	assert.Equal(t, 2, rec.Line)
+	assert.Contains(t, rec.Error, "cannot write the result")
+	assert.Contains(t, lines[2], `"id":"c"`)
 }
