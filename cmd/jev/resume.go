@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/gojev/gojev/contract"
-	"github.com/gojev/gojev/decide"
 )
 
 // jev decide --resume: continue a run whose -o file holds the records of part of the input.
@@ -166,19 +165,4 @@ func openResumeOutput(path string, stderr io.Writer, quiet bool) (io.Writer, fun
 		}
 		return f.Close()
 	}, set, nil
-}
-
-// unencodable is the error record that replaces a record JSON cannot encode, keeping its id.
-func unencodable(rec any, lineNo int, err error) errorRecord {
-	var id json.RawMessage
-	switch r := rec.(type) {
-	case *decide.Decision:
-		id = r.ID
-	case renderRecord:
-		id, _ = r.ID.(json.RawMessage)
-	}
-	if !json.Valid(id) {
-		id = json.RawMessage("null")
-	}
-	return errorRecord{ID: id, Line: lineNo, Error: fmt.Sprintf("cannot write the result: %v", err)}
 }
