@@ -5,8 +5,10 @@
 #   make eval ROWS=rows.jsonl   decide a labelled row file and print the summary
 #   make test       the whole test suite, including tests on the real default model and the
 #                   parity checks against llama-server (built from the same pin by make server)
+#   make soak       10,000 decisions in one process: RSS growth after warm-up (a CI step)
 #   make server     llama-server and llama-bench from the pinned llama.cpp (tests, jev parity/bench)
 #   make parity     jev parity on examples/tickets.jsonl (ROWS=... for your own rows)
+#   make bench      jev bench on ROWS (default the Banking77 sample when ../shared is there)
 #
 # GOJEV_CUDA=1 / GOJEV_METAL=1 build a GPU backend (untested here); GOJEV_CACHE moves the cache;
 # LLAMA_CPP_DIR uses your own llama.cpp checkout; JEV_MODEL uses your own model.
@@ -24,12 +26,12 @@ ROWS ?= examples/tickets.jsonl
 THREADS ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu)
 JEV := bin/jev
 
-.PHONY: all native server model build demo eval parity test vet clean help
+.PHONY: all native server model build demo eval parity bench test soak vet clean help
 
 all: build
 
 help:
-	@sed -n '1,14p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '1,16p' Makefile | sed 's/^# \{0,1\}//'
 
 native:
 	@./third_party/build-native.sh >/dev/null
@@ -54,10 +56,18 @@ eval: build model
 parity: build server model
 	$(JEV) parity -m "$$(./scripts/fetch-model.sh)" -t $(THREADS) -i $(ROWS)
 
+BENCH_ROWS ?= $(if $(wildcard ../shared/data/banking77/sample-200-8opt.jsonl),../shared/data/banking77/sample-200-8opt.jsonl,examples/tickets.jsonl)
+bench: build server model
+	@mkdir -p out
+	$(JEV) bench -m "$$(./scripts/fetch-model.sh)" -t $(THREADS) -i $(BENCH_ROWS) -o out/bench.json $(BENCH_FLAGS)
+
 test: native server model
 	@python3 -c 'import jinja2' 2>/dev/null || python3 -m pip install --quiet 'jinja2==3.1.6'
 	@[ -d ../shared/data ] || [ -n "$$GOJEV_SHARED_DATA" ] || echo "note: no ../shared/data beside this clone: the tests that need it skip (go test -v says which); CI=true makes them fail instead"
 	JEV_MODEL="$$(./scripts/fetch-model.sh)" $(GO) test $(TAGS) -count=1 -timeout 40m ./...
+
+soak: native model
+	JEV_SOAK_DECISIONS=$${JEV_SOAK_DECISIONS:-10000} JEV_MODEL="$$(./scripts/fetch-model.sh)" $(GO) test $(TAGS) -count=1 -timeout 40m -run '^TestSoak$$' -v ./decide/
 
 vet: native
 	$(GO) vet $(TAGS) ./...

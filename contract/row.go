@@ -37,7 +37,11 @@ func idJSON(id any) json.RawMessage {
 		b, _ := json.Marshal(v)
 		return b
 	case json.Number:
-		return json.RawMessage(v.String())
+		if json.Valid([]byte(v)) {
+			return json.RawMessage(v.String())
+		}
+		b, _ := json.Marshal(v.String()) // NaN or Infinity set through the Go API: a string
+		return b
 	}
 	return json.RawMessage("null")
 }
@@ -70,8 +74,15 @@ func ParseRow(line []byte) (Row, error) {
 		return nil, false
 	}
 	if id, ok := get("id"); ok {
-		switch id.(type) {
-		case string, json.Number:
+		switch v := id.(type) {
+		case string:
+			row.ID = id
+		case json.Number:
+			// pyjson also reads NaN, Infinity and -Infinity as numbers, as json.loads does;
+			// they are not JSON, so no output record could carry them as the id.
+			if !json.Valid([]byte(v)) {
+				return row, fmt.Errorf("%w: \"id\" must be a string or a JSON number, not %s", ErrRow, v)
+			}
 			row.ID = id
 		default:
 			return row, fmt.Errorf("%w: \"id\" must be a string or a number", ErrRow)

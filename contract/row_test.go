@@ -47,6 +47,9 @@ func TestParseRow(t *testing.T) {
 		{"not an object", `[1, 2]`, "null", nil},
 		{"missing id", `{"state": 1, "question": "q", "options": ` + optionsJSON(1) + `}`, "null", nil},
 		{"id wrong type", `{"id": [1], "state": 1, "question": "q", "options": ` + optionsJSON(1) + `}`, "null", nil},
+		{"id NaN", `{"id": NaN, "state": 1, "question": "q", "options": ` + optionsJSON(1) + `}`, "null", nil},
+		{"id Infinity", `{"id": Infinity, "state": 1, "question": "q", "options": ` + optionsJSON(1) + `}`, "null", nil},
+		{"id -Infinity", `{"id": -Infinity, "state": 1, "question": "q", "options": ` + optionsJSON(1) + `}`, "null", nil},
 		{"missing state", `{"id": "a", "question": "q", "options": ` + optionsJSON(1) + `}`, `"a"`, nil},
 		{"missing question", `{"id": "a", "state": 1, "options": ` + optionsJSON(1) + `}`, `"a"`, nil},
 		{"question not a string", `{"id": "a", "state": 1, "question": 5, "options": ` + optionsJSON(1) + `}`, `"a"`, nil},
@@ -60,6 +63,8 @@ func TestParseRow(t *testing.T) {
 		{"empty line", ``, "null", nil},
 		{"label not a string", `{"id": "a", "state": 1, "question": "q", "options": ` + optionsJSON(1) + `, "label": 3}`, `"a"`, nil},
 	}
+	// An id that is not JSON, set through the Go API, is written as a string.
+	assert.Equal(t, json.RawMessage(`"NaN"`), contract.Row{ID: json.Number("NaN")}.IDJSON())
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
 			row, err := contract.ParseRow([]byte(tc.line))

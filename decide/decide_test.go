@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"os"
@@ -173,6 +174,33 @@ func TestCancelledContextStopsTheDecision(t *testing.T) {
 	cancel()
 	_, err := d.Decide(ctx, exampleRows(t)[0])
 	assert.ErrorIs(t, err, context.Canceled)
+	assert.ErrorIs(t, err, llama.ErrAborted)
+}
+
+// Cancelling (not a deadline) while a prompt is decoded in several chunks stops inside the
+// chunk in flight: the error is context.Canceled, and it comes back well before the next
+// chunk could have finished.
+func TestCancelMidDecodeReturnsCanceled(t *testing.T) {
+	d := openDefault(t, decide.Options{NBatch: 128})
+	long := exampleRows(t)[2]
+	long.State = strings.Repeat("The reset email never arrives, whatever I try. ", 60)
+	prompt, err := d.Render(context.Background(), long)
+	require.NoError(t, err)
+	require.Greater(t, prompt.NTokens, 4*128, "several chunks")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var cancelled time.Time
+	timer := time.AfterFunc(300*time.Millisecond, func() { cancelled = time.Now(); cancel() })
+	defer timer.Stop()
+	// The decode itself, from the prompt's tokens: on a loaded machine rendering and the
+	// boundary check alone could outlast the 300 ms.
+	slots := d.Slots()
+	_, err = d.Backend().NextToken(ctx, prompt.Tokens, slots[:len(long.Options)])
+	latency := time.Since(cancelled)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.ErrorIs(t, err, llama.ErrAborted, "stopped inside llama_decode, not after it")
+	t.Logf("a %d-token prompt in chunks of 128: cancelled after 300ms, Decide returned %v later", prompt.NTokens, latency.Round(time.Millisecond))
+	assert.Less(t, latency, time.Second)
 }
 
 func TestModelsThatFailTheChecksAreRefused(t *testing.T) {
@@ -197,33 +225,65 @@ func errorsIsAny(err error, targets ...error) bool {
 	return false
 }
 
+// 64 goroutines share one Decider over one loaded model; each result equals the sequential
+// run's, bit for bit. The rows are eight variants of an example row, each with its last
+// option's description changed, so that the decisions, serialised in whatever order the
+// goroutines arrive, keep cutting the KV cache back and decoding another tail without each
+// decoding a whole prompt (~0.7 s here).
 func TestConcurrentDecisionsMatchSequential(t *testing.T) {
-	d := openDefault(t, decide.Options{})
-	rows := exampleRows(t)[:6]
+	const goroutines = 64
+	d := openDefault(t, decide.Options{NThreads: 1}) // one thread: tiny batches, no OpenMP barriers
+	base := exampleRows(t)[0]
+	var rows []contract.Row
+	for i := range 8 {
+		r := base
+		r.Options = append([]contract.Option(nil), r.Options...)
+		r.Options[len(r.Options)-1].Description += fmt.Sprintf(" (variant %d)", i)
+		rows = append(rows, r)
+	}
 	want := make([]*decide.Decision, len(rows))
 	for i, row := range rows {
 		dec, err := d.Decide(context.Background(), row)
 		require.NoError(t, err)
 		want[i] = dec
 	}
-	got := make([]*decide.Decision, len(rows))
+	got := make([]*decide.Decision, goroutines)
 	var wg sync.WaitGroup
-	for i, row := range rows {
+	start := time.Now()
+	for g := range goroutines {
 		wg.Go(func() {
-			dec, err := d.Decide(context.Background(), row)
+			dec, err := d.Decide(context.Background(), rows[g%len(rows)])
 			assert.NoError(t, err)
-			got[i] = dec
+			got[g] = dec
 		})
 	}
 	wg.Wait()
-	for i := range rows {
-		require.NotNil(t, got[i])
-		assert.Equal(t, want[i].PromptSHA256, got[i].PromptSHA256)
-		assert.Equal(t, want[i].Chosen, got[i].Chosen)
-		for k := range want[i].Options {
-			assert.Equal(t, want[i].Options[k].Logit, got[i].Options[k].Logit)
-		}
+	t.Logf("%d goroutines over %d rows on one Decider: %v, all equal to the sequential run", goroutines, len(rows), time.Since(start).Round(time.Millisecond))
+	for g := range goroutines {
+		w := want[g%len(rows)]
+		require.NotNil(t, got[g])
+		assert.Equal(t, w.PromptSHA256, got[g].PromptSHA256)
+		assert.Equal(t, w.Chosen, got[g].Chosen)
+		assert.Equal(t, w.Options, got[g].Options, "goroutine %d", g)
 	}
+}
+
+// Close frees the batch, the context and the model (llama.Live counts the C handles), is
+// idempotent, and a closed Decider refuses work instead of touching freed memory.
+func TestCloseFreesEveryCObject(t *testing.T) {
+	m0, c0, b0 := llama.Live()
+	d, err := decide.Open(testenv.DefaultModel(t, decide.DefaultModelFile), decide.Options{NThreads: 2})
+	require.NoError(t, err)
+	m1, c1, b1 := llama.Live()
+	assert.Equal(t, [3]int64{m0 + 1, c0 + 1, b0 + 1}, [3]int64{m1, c1, b1})
+	_, err = d.Decide(context.Background(), exampleRows(t)[0])
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	require.NoError(t, d.Close(), "Close is idempotent")
+	m2, c2, b2 := llama.Live()
+	assert.Equal(t, [3]int64{m0, c0, b0}, [3]int64{m2, c2, b2})
+	_, err = d.Decide(context.Background(), exampleRows(t)[0])
+	assert.ErrorIs(t, err, llama.ErrClosed)
 }
 
 // Reusing the cached prefix of the previous prompt gives the same logits, bit for bit, as

@@ -40,13 +40,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var mf modelFlags
 	mf.register(fs)
 	var in, out, contractName, pathsFlag string
-	var limit, nSeqMax int
+	var limit int
 	stringFlag(fs, &in, "i,input", "examples/tickets.jsonl", "rows `file` (JSONL)")
 	stringFlag(fs, &contractName, "contract", "direct", "`contract`: direct (direct-options-v1) or binary (binary-candidates-v1)")
 	stringFlag(fs, &out, "o,output", "", "write the figures to this JSON `file` and a chart beside it (.svg)")
 	stringFlag(fs, &pathsFlag, "paths", "engine,sequential,http,hardware", "the `paths` to run, comma-separated")
 	intFlag(fs, &limit, "n,rows", 0, "use only the first `n` rows (0: all)")
-	intFlag(fs, &nSeqMax, "np,parallel", 0, "n_seq_max of the engine (0: its default)")
 	if err := parseFlags(fs, args, stderr, benchSynopsis); err != nil {
 		return err
 	}
@@ -102,7 +101,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if slices.Contains(paths, "engine") {
 		if err := run("engine", func() (*bench.Path, error) {
-			e, err := engine.Open(model, engine.Options{Contract: ctr, NThreads: mf.threads, NSeqMax: nSeqMax, NGPULayers: opts.NGPULayers,
+			e, err := engine.Open(model, engine.Options{Contract: ctr, NThreads: mf.threads, NGPULayers: opts.NGPULayers,
 				ChatTemplate: opts.ChatTemplate, ChatTemplateKwargs: opts.ChatTemplateKwargs, TemplateTime: opts.TemplateTime})
 			if err != nil {
 				return nil, err

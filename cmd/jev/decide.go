@@ -27,7 +27,13 @@ prompt_version and the prompt_sha256. A bad row (malformed JSON, a missing field
 than 16 options, duplicate option ids, a label that is not an option id, a prompt longer than
 n_ctx, content containing special-token text) gets {"id": ..., "line": N, "error": "..."} and
 the run goes on. A summary (rows, errors, accuracy where rows have a "label", decisions/s)
-goes to stderr. Ctrl-C stops after the row in flight, leaving only whole lines.`
+goes to stderr. Ctrl-C (or SIGTERM) stops after the row in flight, or drops it, leaving only
+whole lines.
+
+--resume continues an interrupted run: with the same -i and -o, it keeps the records already
+in the -o file (dropping a last line cut short by a crash), skips every input row that has one
+(matched by id, and by line number for rows without an id) and appends the records of the
+rest, so that each input line ends up with exactly one output line.`
 
 func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("decide", flag.ContinueOnError)
@@ -35,10 +41,11 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	mf.register(fs)
 	mf.registerDecoding(fs)
 	var in, out string
-	var quiet bool
+	var quiet, resume bool
 	stringFlag(fs, &in, "i,input", "", "rows `file` (JSONL; default stdin)")
 	stringFlag(fs, &out, "o,output", "", "results `file` (JSONL; default stdout)")
 	boolFlag(fs, &quiet, "q,quiet", "no progress bar and no summary")
+	boolFlag(fs, &resume, "resume", "continue an interrupted run into the existing -o file: keep its records, skip the rows they name, append the rest")
 	if err := parseFlags(fs, args, stderr, decideSynopsis); err != nil {
 		return err
 	}
@@ -47,8 +54,16 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	defer closeIn()
-	w, closeOut, err := openOutput(out, stdout)
-	if err != nil {
+	var w io.Writer
+	var closeOut func() error
+	var skip func(line []byte, lineNo int) bool
+	if resume {
+		var done *resumeSet
+		if w, closeOut, done, err = openResumeOutput(out, stderr, quiet); err != nil {
+			return err
+		}
+		skip = done.skip
+	} else if w, closeOut, err = openOutput(out, stdout); err != nil {
 		return err
 	}
 	d, err := mf.open(ctx, stderr)
@@ -73,7 +88,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	var sum summary
 	start := time.Now()
-	err = decideStream(ctx, d, r, w, &sum, func() {
+	err = decideStream(ctx, d, r, w, &sum, skip, func() {
 		if bar != nil {
 			_ = bar.Add(1)
 		}
@@ -88,13 +103,22 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if !quiet {
 		sum.print(stderr)
 	}
+	if err != nil && ctx.Err() != nil && out != "" {
+		err = fmt.Errorf("%w (the output holds whole lines; rerun with --resume to continue)", err)
+	}
 	return err
 }
 
-// decideStream reads rows line by line and writes one complete JSON line per input line.
+// decideStream reads rows line by line and writes one complete JSON line per input line,
+// except the lines skip (when not nil) reports as already done.
 // Each line is written with a single Write, so an interrupted run leaves only whole lines.
-func decideStream(ctx context.Context, d *decide.Decider, r io.Reader, w io.Writer, sum *summary, tick func()) error {
+func decideStream(ctx context.Context, d *decide.Decider, r io.Reader, w io.Writer, sum *summary, skip func(line []byte, lineNo int) bool, tick func()) error {
 	return eachLine(ctx, r, w, func(line []byte, lineNo int) (any, error) {
+		if skip != nil && skip(line, lineNo) {
+			sum.skipped++
+			tick()
+			return nil, nil
+		}
 		rec, decided := decideLine(ctx, d, line, lineNo)
 		if ctx.Err() != nil {
 			// Interrupted mid-decision: the row is dropped, not half-written or counted.
@@ -107,8 +131,10 @@ func decideStream(ctx context.Context, d *decide.Decider, r io.Reader, w io.Writ
 }
 
 // eachLine calls record for every input line (trimmed, with its 1-based number) and writes
-// what it returns as one JSON line, with a single Write. It stops at the end of the input, at
-// the first error of record or of writing, or when ctx is done before a line starts.
+// what it returns as one JSON line, with a single Write (nothing when it returns nil); a
+// record that cannot be encoded (a NaN logit from a damaged model) becomes an error record.
+// It stops at the end of the input, at the first error of record or of writing, or when ctx
+// is done before a line starts.
 func eachLine(ctx context.Context, r io.Reader, w io.Writer, record func(line []byte, lineNo int) (any, error)) error {
 	br := bufio.NewReaderSize(r, 1<<20)
 	enc := newLineEncoder()
@@ -127,12 +153,16 @@ func eachLine(ctx context.Context, r io.Reader, w io.Writer, record func(line []
 		if err != nil {
 			return err
 		}
-		b, err := enc.encode(rec)
-		if err != nil {
-			return err
-		}
-		if _, err := w.Write(b); err != nil {
-			return fmt.Errorf("writing results: %w", err)
+		if rec != nil {
+			b, err := enc.encode(rec)
+			if err != nil {
+				if b, err = enc.encode(unencodable(rec, lineNo, err)); err != nil {
+					return err
+				}
+			}
+			if _, err := w.Write(b); err != nil {
+				return fmt.Errorf("writing results: %w", err)
+			}
 		}
 		if errors.Is(readErr, io.EOF) {
 			return nil
@@ -162,6 +192,7 @@ func decideLine(ctx context.Context, d *decide.Decider, line []byte, lineNo int)
 // summary accumulates what the run prints at the end.
 type summary struct {
 	rows, errors, decided int
+	skipped               int // rows a resumed run found already done
 	labelled, correct     int
 	promptTokens          int
 	elapsed               time.Duration
@@ -187,6 +218,9 @@ func (s *summary) add(d *decide.Decision) {
 func (s *summary) print(w io.Writer) {
 	secs := s.elapsed.Seconds()
 	fmt.Fprintf(w, "rows %d, decided %d, errors %d", s.rows, s.decided, s.errors)
+	if s.skipped > 0 {
+		fmt.Fprintf(w, ", skipped %d already in the output", s.skipped)
+	}
 	if s.labelled > 0 {
 		fmt.Fprintf(w, ", accuracy %.1f%% (%d/%d labelled)", 100*float64(s.correct)/float64(s.labelled), s.correct, s.labelled)
 	}
@@ -228,7 +262,8 @@ func openInput(path string, stdin io.Reader) (io.Reader, func(), error) {
 	return f, func() { _ = f.Close() }, nil
 }
 
-// openOutput opens the results file; closing it syncs it to disk.
+// openOutput opens the results file; it is synced to disk about once a second while written
+// (see syncingWriter) and on closing.
 func openOutput(path string, stdout io.Writer) (io.Writer, func() error, error) {
 	if path == "" || path == "-" {
 		return stdout, func() error { return nil }, nil
@@ -237,7 +272,7 @@ func openOutput(path string, stdout io.Writer) (io.Writer, func() error, error) 
 	if err != nil {
 		return nil, nil, usageError{err}
 	}
-	return f, func() error {
+	return &syncingWriter{f: f, interval: time.Second, last: time.Now()}, func() error {
 		if err := f.Sync(); err != nil {
 			_ = f.Close()
 			return err

@@ -42,6 +42,11 @@ func TestUsage(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, stderr, "--chat-template-kwargs")
 	assert.Contains(t, stderr, "n_ctx")
+	assert.Contains(t, stderr, "--resume continues an interrupted run")
+	assert.Contains(t, stderr, "  --resume\n")
+	code, _, stderr = jev(t, "", "decide", "--resume", "-m", "x.gguf")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "--resume needs the results file")
 	code, _, stderr = jev(t, "", "decide", "--no-such-flag")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "no-such-flag")
@@ -164,7 +169,7 @@ func TestInterruptedRunLeavesWholeLines(t *testing.T) {
 	out := &cancelAfterFirstLine{cancel: cancel}
 	in := strings.Join([]string{row("a", 2), row("b", 2), row("c", 2)}, "\n")
 	var sum summary
-	err = decideStream(ctx, d, strings.NewReader(in), out, &sum, func() {})
+	err = decideStream(ctx, d, strings.NewReader(in), out, &sum, nil, func() {})
 	require.ErrorIs(t, err, context.Canceled)
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	require.Len(t, lines, 1, "only the finished row is written")

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/gojev/gojev/contract"
+)
+
+// jev decide --resume: continue a run whose -o file holds the records of part of the input.
+//
+// Every record a run writes names its row: a decision by its id, an error record by its id and
+// input line number (a row without a readable id has "id": null, so its line number names it).
+// Resuming reads the existing file, drops a last line without its newline (a write cut short
+// by a crash or a full disk), and then skips each input row that already has a record: a row
+// whose id the file holds (as many times as the file holds it, so rows sharing an id are each
+// decided once), or, for a row without an id, whose line number an id-less error record holds.
+// The other rows are decided and their records appended.
+
+// resumeSet is the rows an output file already holds, as multiset keys (see rowKey).
+type resumeSet struct {
+	done map[string]int
+	// Records counts the whole records read; Dropped is the length in bytes of the cut last
+	// line that was removed (0 when the file ended with a newline).
+	Records, Dropped int
+}
+
+// rowKey names a row for resuming: its id as a JSON string or number, or, when it has none,
+// its input line number.
+func rowKey(id any, lineNo int) string {
+	switch v := id.(type) {
+	case string:
+		return "s" + v
+	case json.Number:
+		return "n" + v.String()
+	}
+	return "line " + strconv.Itoa(lineNo)
+}
+
+// skip reports whether the row at lineNo already has a record, consuming that record.
+func (s *resumeSet) skip(line []byte, lineNo int) bool {
+	if len(s.done) == 0 {
+		return false
+	}
+	row, _ := contract.ParseRow(line) // on error the row still carries the id it could read
+	key := rowKey(row.ID, lineNo)
+	if s.done[key] == 0 {
+		return false
+	}
+	s.done[key]--
+	return true
+}
+
+// openResume opens the results file at path for appending after the records it holds, which
+// it returns as a resumeSet. A missing file starts an empty run. A last line without its
+// newline is cut off; any other line that is not a JSON record is an error (the file is not
+// jev decide output, and appending to it would mix two things).
+func openResume(path string) (*os.File, *resumeSet, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, nil, usageError{fmt.Errorf("--resume: %w", err)}
+	}
+	set, end, err := readRecords(f)
+	if err == nil {
+		var st os.FileInfo
+		if st, err = f.Stat(); err == nil && st.Size() > end {
+			set.Dropped = int(st.Size() - end)
+			err = f.Truncate(end)
+		}
+	}
+	if err == nil {
+		_, err = f.Seek(end, io.SeekStart)
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, nil, fmt.Errorf("--resume %s: %w", path, err)
+	}
+	return f, set, nil
+}
+
+// readRecords reads the complete lines of r and returns their keys and the offset just past
+// the last newline.
+func readRecords(r io.Reader) (*resumeSet, int64, error) {
+	set := &resumeSet{done: map[string]int{}}
+	br := bufio.NewReaderSize(r, 1<<20)
+	var end int64
+	for n := 1; ; n++ {
+		line, err := br.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			return set, end, nil // a last line without a newline is left out
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		var rec struct {
+			ID   json.RawMessage `json:"id"`
+			Line int             `json:"line"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.UseNumber()
+		if err := dec.Decode(&rec); err != nil || rec.ID == nil {
+			return nil, 0, fmt.Errorf("line %d is not a jev decide record (%.60q): cannot resume into this file", n, line)
+		}
+		var id any
+		idDec := json.NewDecoder(bytes.NewReader(rec.ID))
+		idDec.UseNumber()
+		if err := idDec.Decode(&id); err != nil {
+			return nil, 0, fmt.Errorf("line %d: bad id: %w", n, err)
+		}
+		if id == nil && rec.Line <= 0 {
+			return nil, 0, fmt.Errorf("line %d is a record with neither an id nor a line number: cannot resume into this file", n)
+		}
+		set.done[rowKey(id, rec.Line)]++
+		set.Records++
+		end += int64(len(line))
+	}
+}
+
+// syncingWriter writes to a file and syncs it to disk at most once per interval, so a
+// machine crash loses at most about that much output. (A killed process loses nothing that
+// was written: each record is one write of a whole line, and the kernel keeps it.)
+type syncingWriter struct {
+	f        *os.File
+	interval time.Duration
+	last     time.Time
+}
+
+func (w *syncingWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if err == nil && time.Since(w.last) >= w.interval {
+		w.last = time.Now()
+		err = w.f.Sync()
+	}
+	return n, err
+}
+
+// openResumeOutput opens the -o file of a resumed run (see openResume) and says on stderr
+// what it kept.
+func openResumeOutput(path string, stderr io.Writer, quiet bool) (io.Writer, func() error, *resumeSet, error) {
+	if path == "" || path == "-" {
+		return nil, nil, nil, usageError{errors.New("--resume needs the results file of the run to continue: -o FILE")}
+	}
+	f, set, err := openResume(path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if !quiet {
+		fmt.Fprintf(stderr, "jev decide: resuming into %s: %d records kept", path, set.Records)
+		if set.Dropped > 0 {
+			fmt.Fprintf(stderr, ", a cut last line of %d bytes dropped", set.Dropped)
+		}
+		fmt.Fprintln(stderr)
+	}
+	return &syncingWriter{f: f, interval: time.Second, last: time.Now()}, func() error {
+		if err := f.Sync(); err != nil {
+			_ = f.Close()
+			return err
+		}
+		return f.Close()
+	}, set, nil
+}
