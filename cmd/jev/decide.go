@@ -17,13 +17,19 @@ import (
 
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/decide"
+	"github.com/gojev/gojev/engine"
 )
 
-const decideSynopsis = `Usage: jev decide -m MODEL.gguf [-i rows.jsonl] [-o out.jsonl] [flags]
+const decideSynopsis = `Usage: jev decide -m MODEL.gguf [-i rows.jsonl] [-o out.jsonl] [--contract binary] [flags]
 
-Decides every row under the direct-options-v1 contract and writes one JSON line per input
-line, in input order: the chosen option, each option's logit, logprob and probability, the
-prompt_version and the prompt_sha256. A bad row (malformed JSON, a missing field, 0 or more
+Decides every row under the direct-options-v1 contract (or --contract binary:
+binary-candidates-v1) and writes one JSON line per input line, in input order: the chosen
+option, each option's logit, logprob and probability (binary: each candidate's p_yes, yes/no
+logits and logprobs, rank and its own prompt_sha256), the prompt_version, the prompt_sha256,
+and the backend, renderer and template_date. In-process, the engine decides --window rows at
+once and decodes the tokens their prompts share (system prompt, template head, a row's
+evidence for its binary candidates) only once; the results are bit-identical to deciding each
+prompt alone. A bad row (malformed JSON, a missing field, 0 or more
 than 16 options, duplicate option ids, a label that is not an option id, a prompt longer than
 n_ctx, content containing special-token text) gets {"id": ..., "line": N, "error": "..."} and
 the run goes on. A summary (rows, errors, accuracy where rows have a "label", decisions/s)
@@ -42,9 +48,13 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	mf.registerDecoding(fs)
 	var in, out string
 	var quiet, resume bool
+	var contractName string
+	var window int
 	stringFlag(fs, &in, "i,input", "", "rows `file` (JSONL; default stdin)")
 	stringFlag(fs, &out, "o,output", "", "results `file` (JSONL; default stdout)")
 	boolFlag(fs, &quiet, "q,quiet", "no progress bar and no summary")
+	stringFlag(fs, &contractName, "contract", "direct", "prompt `contract`: direct (direct-options-v1: one prompt, the letter of an option) or binary (binary-candidates-v1: one yes/no prompt per option, ranked by p_yes)")
+	intFlag(fs, &window, "window", 32, "`rows` decided at once: read ahead so the engine decodes their shared prefixes once (results stay in input order)")
 	boolFlag(fs, &resume, "resume", "continue an interrupted run into the existing -o file: keep its records, skip the rows they name, append the rest")
 	if err := parseFlags(fs, args, stderr, decideSynopsis); err != nil {
 		return err
@@ -66,11 +76,11 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	} else if w, closeOut, err = openOutput(out, stdout); err != nil {
 		return err
 	}
-	d, err := mf.open(ctx, stderr)
+	d, closeD, err := mf.openRowDecider(ctx, stderr, contractName)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
+	defer closeD()
 
 	if f, ok := r.(*os.File); ok && in == "" && term.IsTerminal(int(f.Fd())) && !quiet {
 		fmt.Fprintln(stderr, "jev decide: reading rows from stdin (one JSON object a line; Ctrl-D ends); -i FILE reads a file")
@@ -92,7 +102,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if bar != nil {
 			_ = bar.Add(1)
 		}
-	})
+	}, window)
 	sum.elapsed = time.Since(start)
 	if bar != nil {
 		_ = bar.Finish()
@@ -109,25 +119,97 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	return err
 }
 
-// decideStream reads rows line by line and writes one complete JSON line per input line,
-// except the lines skip (when not nil) reports as already done.
-// Each line is written with a single Write, so an interrupted run leaves only whole lines.
-func decideStream(ctx context.Context, d *decide.Decider, r io.Reader, w io.Writer, sum *summary, skip func(line []byte, lineNo int) bool, tick func()) error {
-	return eachLine(ctx, r, w, func(line []byte, lineNo int) (any, error) {
-		if skip != nil && skip(line, lineNo) {
+// decideStream reads rows line by line and writes one complete JSON line per input line, in
+// input order, except the lines skip (when not nil) reports as already done. Up to window rows
+// are decided at once (read ahead and handed to d concurrently, so the engine can share their
+// prefixes); each result is written, with a single Write, as soon as every line before it is.
+// An interrupted run therefore leaves only whole lines, the rows in flight dropped.
+func decideStream(ctx context.Context, d rowDecider, r io.Reader, w io.Writer, sum *summary, skip func(line []byte, lineNo int) bool, tick func(), window int) error {
+	type slot struct {
+		lineNo  int
+		skipped bool
+		rec     any
+		res     *decided
+		done    chan struct{}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	slots := make(chan *slot, max(0, window-1))
+	var readErr error
+	go func() {
+		defer close(slots)
+		br := bufio.NewReaderSize(r, 1<<20)
+		for lineNo := 1; ; lineNo++ {
+			line, err := br.ReadBytes('\n')
+			if len(line) == 0 && err != nil {
+				if !errors.Is(err, io.EOF) {
+					readErr = fmt.Errorf("reading rows: %w", err)
+				}
+				return
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			line = bytes.TrimSpace(line)
+			s := &slot{lineNo: lineNo, done: make(chan struct{})}
+			if skip != nil && skip(line, lineNo) {
+				s.skipped = true
+				close(s.done)
+			} else {
+				go func() {
+					defer close(s.done)
+					s.rec, s.res = decideLine(ctx, d, line, lineNo)
+				}()
+			}
+			select {
+			case slots <- s:
+			case <-ctx.Done():
+				<-s.done
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	drain := func() {
+		cancel()
+		for s := range slots {
+			<-s.done
+		}
+	}
+	enc := newLineEncoder()
+	for s := range slots {
+		<-s.done
+		if s.skipped {
 			sum.skipped++
 			tick()
-			return nil, nil
+			continue
 		}
-		rec, decided := decideLine(ctx, d, line, lineNo)
-		if ctx.Err() != nil {
+		if err := ctx.Err(); err != nil {
 			// Interrupted mid-decision: the row is dropped, not half-written or counted.
-			return nil, fmt.Errorf("stopped at line %d: %w", lineNo, ctx.Err())
+			drain()
+			return fmt.Errorf("stopped at line %d: %w", s.lineNo, err)
 		}
-		sum.add(decided)
+		b, err := enc.encode(s.rec)
+		if err != nil {
+			if b, err = enc.encode(unencodable(s.rec, s.lineNo, err)); err != nil {
+				drain()
+				return err
+			}
+			s.res = nil
+		}
+		if _, err := w.Write(b); err != nil {
+			drain()
+			return fmt.Errorf("writing results: %w", err)
+		}
+		sum.add(s.res)
 		tick()
-		return rec, nil
-	})
+	}
+	if readErr != nil {
+		return readErr
+	}
+	return ctx.Err()
 }
 
 // eachLine calls record for every input line (trimmed, with its 1-based number) and writes
@@ -178,15 +260,49 @@ type errorRecord struct {
 }
 
 // decideLine turns one input line into its output record: the decision, or an error record.
-func decideLine(ctx context.Context, d *decide.Decider, line []byte, lineNo int) (any, *decide.Decision) {
+func decideLine(ctx context.Context, d rowDecider, line []byte, lineNo int) (any, *decided) {
 	row, err := contract.ParseRow(line)
 	if err == nil {
-		var dec *decide.Decision
-		if dec, err = d.Decide(ctx, row); err == nil {
-			return dec, dec
+		var rec any
+		var res *decided
+		if rec, res, err = d.decide(ctx, row); err == nil {
+			return rec, res
 		}
 	}
 	return errorRecord{ID: row.IDJSON(), Line: lineNo, Error: err.Error()}, nil
+}
+
+// decided is what the summary counts of one decision.
+type decided struct {
+	nPromptTokens int
+	correct       *bool
+}
+
+// rowDecider decides one row into its output record; safe for concurrent use.
+type rowDecider interface {
+	decide(ctx context.Context, row contract.Row) (any, *decided, error)
+}
+
+// seqDecider decides through a decide.Decider (the --runtime path).
+type seqDecider struct{ d *decide.Decider }
+
+func (s seqDecider) decide(ctx context.Context, row contract.Row) (any, *decided, error) {
+	dec, err := s.d.Decide(ctx, row)
+	if err != nil {
+		return nil, nil, err
+	}
+	return dec, &decided{dec.NPromptTokens, dec.Correct}, nil
+}
+
+// engineDecider decides through the engine (in-process, either contract).
+type engineDecider struct{ e *engine.Engine }
+
+func (s engineDecider) decide(ctx context.Context, row contract.Row) (any, *decided, error) {
+	res, err := s.e.Decide(ctx, row)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, &decided{res.NPromptTokens, res.Correct}, nil
 }
 
 // summary accumulates what the run prints at the end.
@@ -199,17 +315,17 @@ type summary struct {
 }
 
 // add counts one output line: a decision, or an error record when d is nil.
-func (s *summary) add(d *decide.Decision) {
+func (s *summary) add(d *decided) {
 	s.rows++
 	if d == nil {
 		s.errors++
 		return
 	}
 	s.decided++
-	s.promptTokens += d.NPromptTokens
-	if d.Correct != nil {
+	s.promptTokens += d.nPromptTokens
+	if d.correct != nil {
 		s.labelled++
-		if *d.Correct {
+		if *d.correct {
 			s.correct++
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/decide"
+	"github.com/gojev/gojev/engine"
 	"github.com/gojev/gojev/llama"
 	"github.com/gojev/gojev/pyjson"
 )
@@ -178,6 +179,55 @@ func (f *modelFlags) open(ctx context.Context, stderr io.Writer) (*decide.Decide
 		return nil, err
 	}
 	return decide.Open(path, opts)
+}
+
+// openRowDecider opens what jev decide decides with: the engine in-process, or a
+// decide.Decider over the --runtime server (direct contract only).
+func (f *modelFlags) openRowDecider(ctx context.Context, stderr io.Writer, contractName string) (rowDecider, func(), error) {
+	var c engine.Contract
+	switch contractName {
+	case "direct":
+		c = engine.Direct
+	case "binary":
+		c = engine.Binary
+	default:
+		return nil, nil, usageError{fmt.Errorf("--contract %q: want direct or binary", contractName)}
+	}
+	if f.runtime != "" {
+		if c != engine.Direct {
+			return nil, nil, usageError{errors.New("--contract binary runs in-process only (jev bench measures the seed's HTTP binary path)")}
+		}
+		d, err := f.open(ctx, stderr)
+		if err != nil {
+			return nil, nil, err
+		}
+		return seqDecider{d}, func() { _ = d.Close() }, nil
+	}
+	logger := newLogger(stderr, f.verbose)
+	slog.SetDefault(logger)
+	llama.SetLogger(logger)
+	opts, err := f.options()
+	if err != nil {
+		return nil, nil, err
+	}
+	switch f.renderer {
+	case "", backend.RendererGo, backend.RendererLlama:
+	case backend.RendererServer:
+		return nil, nil, usageError{errors.New("--renderer server needs --runtime URL")}
+	default:
+		return nil, nil, usageError{fmt.Errorf("--renderer %q: want go, llama or server", f.renderer)}
+	}
+	path, err := f.modelPath()
+	if err != nil {
+		return nil, nil, err
+	}
+	e, err := engine.Open(path, engine.Options{Contract: c, NGPULayers: opts.NGPULayers, NCtx: opts.NCtx, NBatch: opts.NBatch,
+		NThreads: opts.NThreads, Renderer: f.renderer, ChatTemplate: opts.ChatTemplate, ChatTemplateKwargs: opts.ChatTemplateKwargs,
+		TemplateTime: opts.TemplateTime, NoMmap: opts.NoMmap})
+	if err != nil {
+		return nil, nil, err
+	}
+	return engineDecider{e}, func() { _ = e.Close() }, nil
 }
 
 // flagHelp records each flag's names once, so the usage lists "-m, --model" on one line.

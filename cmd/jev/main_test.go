@@ -169,7 +169,7 @@ func TestInterruptedRunLeavesWholeLines(t *testing.T) {
 	out := &cancelAfterFirstLine{cancel: cancel}
 	in := strings.Join([]string{row("a", 2), row("b", 2), row("c", 2)}, "\n")
 	var sum summary
-	err = decideStream(ctx, d, strings.NewReader(in), out, &sum, nil, func() {})
+	err = decideStream(ctx, seqDecider{d}, strings.NewReader(in), out, &sum, nil, func() {}, 1)
 	require.ErrorIs(t, err, context.Canceled)
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	require.Len(t, lines, 1, "only the finished row is written")

@@ -88,7 +88,7 @@ func runParity(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		fmt.Fprintf(stderr, "starting %s on 127.0.0.1 ...\n", bin)
-		srv, err := llamaserver.Start(ctx, llamaserver.Options{Bin: bin, Model: path, Threads: mf.threads})
+		srv, err := llamaserver.Start(ctx, llamaserver.Options{Bin: bin, Model: path, Threads: mf.threads, Passive: true})
 		if err != nil {
 			return err
 		}

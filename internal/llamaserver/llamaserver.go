@@ -57,6 +57,10 @@ type Options struct {
 	Args []string
 	// Timeout bounds the wait for /health (default 2 minutes).
 	Timeout time.Duration
+	// Passive makes the server's threads sleep between requests instead of spinning
+	// (OMP_WAIT_POLICY=PASSIVE, --poll 0), for tests that decode in-process between server
+	// calls on the same cores. Leave it off to measure the server's own speed.
+	Passive bool
 }
 
 // Server is a running llama-server.
@@ -88,8 +92,14 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	args := []string{"-m", opts.Model, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
 		"-t", strconv.Itoa(opts.Threads), "-tb", strconv.Itoa(opts.Threads), "-c", strconv.Itoa(opts.NCtx),
 		"-np", "1", "-fa", "off", "--no-webui"}
+	if opts.Passive {
+		args = append(args, "--poll", "0")
+	}
 	args = append(args, opts.Args...)
 	cmd := exec.Command(opts.Bin, args...)
+	if opts.Passive {
+		cmd.Env = append(os.Environ(), "OMP_WAIT_POLICY=PASSIVE")
+	}
 	log := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {

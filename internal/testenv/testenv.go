@@ -113,7 +113,7 @@ func LlamaServer(tb testing.TB, model string) *llamaserver.Server {
 	if err != nil {
 		Missing(tb, "needs llama-server (run `make server`): %v", err)
 	}
-	s, err := llamaserver.Start(context.Background(), llamaserver.Options{Bin: bin, Model: model, Threads: 2})
+	s, err := llamaserver.Start(context.Background(), llamaserver.Options{Bin: bin, Model: model, Threads: 2, Passive: true})
 	if err != nil {
 		tb.Fatal(err)
 	}
