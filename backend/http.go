@@ -184,12 +184,13 @@ const maxNProbs = 1 << 20
 // reads completion_probabilities[0].top_logprobs. With llama-server's default
 // post_sampling_probs=false these are log-softmax over the full vocabulary's raw logits
 // (get_token_probabilities, tools/server), unaffected by the sampler. Only the top N come back:
-// if an id is missing, the request is repeated with 8×N, until the server returns fewer than
-// asked (the whole vocabulary). Ids still missing are reported in a *MissingTokensError, never
+// if an id is missing, the request is repeated with 8×N (and cache_prompt=false, so that the
+// server decodes the whole prompt again instead of only its last token), until the server
+// returns fewer than asked (the whole vocabulary). Ids still missing are reported in a *MissingTokensError, never
 // invented. Logits are nil: the server does not return raw logits.
 func (h *HTTP) NextToken(ctx context.Context, prompt []int32, ids []int32) (Readout, error) {
-	for n := h.opts.NProbs; ; n *= 8 {
-		got, returned, err := h.completion(ctx, prompt, n)
+	for n, retry := h.opts.NProbs, false; ; n, retry = n*8, true {
+		got, returned, err := h.completion(ctx, prompt, n, !retry)
 		if err != nil {
 			return Readout{}, err
 		}
@@ -212,11 +213,17 @@ func (h *HTTP) NextToken(ctx context.Context, prompt []int32, ids []int32) (Read
 	}
 }
 
-func (h *HTTP) completion(ctx context.Context, prompt []int32, nProbs int) (map[int32]float64, int, error) {
+func (h *HTTP) completion(ctx context.Context, prompt []int32, nProbs int, cachePrompt bool) (map[int32]float64, int, error) {
 	body := map[string]any{
 		"prompt": prompt, "n_predict": 1, "n_probs": nProbs,
 		// Greedy, so the one generated token is deterministic; the log-probs are pre-sampling.
 		"temperature": 0,
+	}
+	if !cachePrompt {
+		// A repeat of the same prompt: with its prompt cache the server would decode only the
+		// last token again, through llama.cpp's one-token matrix-vector path, whose logits
+		// differ (up to ~0.3 here) from the batched prompt pass the first answer came from.
+		body["cache_prompt"] = false
 	}
 	var out struct {
 		Probs []struct {

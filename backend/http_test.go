@@ -21,6 +21,7 @@ import (
 type fakeServer struct {
 	auth      atomic.Value // last Authorization header
 	nProbs    []int        // n_probs of each /completion call
+	cache     []any        // cache_prompt of each /completion call (nil: not sent)
 	vocab     int          // tokens in the fake vocabulary: top_logprobs returns min(n_probs, vocab)
 	lastBody  map[string]any
 	failPaths map[string]int // path -> status to answer
@@ -47,6 +48,7 @@ func (f *fakeServer) handler(t *testing.T) http.Handler {
 		case "/completion":
 			n := int(body["n_probs"].(float64))
 			f.nProbs = append(f.nProbs, n)
+			f.cache = append(f.cache, body["cache_prompt"])
 			// Token i has logprob -i/10: ids ranked by id.
 			var top []map[string]any
 			for i := 0; i < min(n, f.vocab); i++ {
@@ -108,6 +110,11 @@ func TestNextTokenRaisesNProbsUntilEveryIDIsThere(t *testing.T) {
 			h, _ := newFake(t, f)
 			r, err := h.NextToken(context.Background(), []int32{5, 6, 7}, tc.ids)
 			assert.Equal(t, tc.wantCalls, f.nProbs)
+			require.NotEmpty(t, f.cache)
+			assert.Nil(t, f.cache[0], "the first call keeps the server's prompt cache, as the seed's did")
+			for _, c := range f.cache[1:] {
+				assert.Equal(t, false, c, "a repeat decodes the whole prompt, not only its last token")
+			}
 			if tc.missing != nil {
 				var me *backend.MissingTokensError
 				require.ErrorAs(t, err, &me)

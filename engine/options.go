@@ -45,7 +45,7 @@ type Options struct {
 	NGPULayers int
 	// NCtx is n_ctx, the KV cache size in tokens: the longest prompt. Default:
 	// min(DefaultNCtx, the model's training context n_ctx_train); a larger value is capped at
-	// n_ctx_train. One prompt may hold at most n_ctx-1 tokens.
+	// n_ctx_train. A prompt may hold at most n_ctx tokens.
 	NCtx int
 	// NBatch is n_batch and n_ubatch, the most tokens one llama_decode submits (default
 	// DefaultNBatch, at most NCtx, at least 8). Larger levels are decoded in near-equal chunks.

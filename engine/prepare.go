@@ -89,8 +89,8 @@ func (e *Engine) prompt(msgs []contract.ChatMessage, verify func(string) ([]int3
 	if err != nil {
 		return Prompt{}, err
 	}
-	if e.lctx != nil && len(toks) > e.opts.NCtx-1 {
-		return Prompt{}, &decide.PromptTooLongError{NTokens: len(toks), NCtx: e.opts.NCtx - 1, NCtxTrain: e.nCtxTrain}
+	if e.lctx != nil && len(toks) > e.opts.NCtx {
+		return Prompt{}, &decide.PromptTooLongError{NTokens: len(toks), NCtx: e.opts.NCtx, NCtxTrain: e.nCtxTrain}
 	}
 	return Prompt{Text: text, SHA256: contract.PromptSHA256(text), Tokens: toks, NTokens: len(toks)}, nil
 }

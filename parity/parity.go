@@ -47,6 +47,10 @@ type Report struct {
 	// ChoicesIdentical counts rows where both backends choose the same option.
 	ChoicesIdentical  int          `json:"choices_identical"`
 	ChoiceDifferences []Difference `json:"choice_differences"`
+	// LogprobDifferences lists the rows whose normaliser-free difference exceeds Bound.
+	LogprobDifferences []Difference `json:"logprob_differences"`
+	// Bound is the |Δ| above which a row is listed in LogprobDifferences.
+	Bound float64 `json:"bound"`
 	// RowErrors lists rows that could not be compared (a bad row, a failed call).
 	RowErrors []Difference `json:"row_errors"`
 	Corpus    *Corpus      `json:"corpus,omitempty"`
@@ -68,7 +72,7 @@ func Rows(ctx context.Context, ip *backend.InProcess, llm *llamarender.Template,
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Server: srv.Name(), TemplateDate: ip.TemplateTime().Format("2006-01-02"),
+	rep := &Report{Server: srv.Name(), TemplateDate: ip.TemplateTime().Format("2006-01-02"), Bound: 1e-4,
 		PromptsIdentical: map[string]int{GoVsLlama: 0, GoVsServer: 0, LlamaVsServer: 0}}
 	ropts := render.Options{AddGenerationPrompt: true, Kwargs: kwargs, Now: ip.TemplateTime()}
 	for _, row := range rows {
@@ -141,11 +145,17 @@ func Rows(ctx context.Context, ip *backend.InProcess, llm *llamarender.Template,
 			fail("server completion", err)
 			continue
 		}
+		rowGap := 0.0
 		for i := range ids {
+			rowGap = max(rowGap, math.Abs((a.Logprobs[i]-a.Logprobs[0])-(b.Logprobs[i]-b.Logprobs[0])))
 			rep.MaxAbsLogprobDiff = max(rep.MaxAbsLogprobDiff, math.Abs(a.Logprobs[i]-b.Logprobs[i]))
 			rep.MaxAbsLogprobDiffServerArith = max(rep.MaxAbsLogprobDiffServerArith, math.Abs(f32[i]-b.Logprobs[i]))
 			gapA, gapB := a.Logprobs[i]-a.Logprobs[0], b.Logprobs[i]-b.Logprobs[0]
 			rep.MaxAbsLogitGapDiff = max(rep.MaxAbsLogitGapDiff, math.Abs(gapA-gapB))
+		}
+		if rowGap > rep.Bound {
+			rep.LogprobDifferences = append(rep.LogprobDifferences, Difference{id, "logprob",
+				fmt.Sprintf("max |Δ (logprob_i - logprob_A)| %.3g over %d options, %d prompt tokens", rowGap, len(ids), len(toks))})
 		}
 		_, ca := contract.ScoreReadout(a.Logprobs, nil, slots, row.Options)
 		_, cb := contract.ScoreReadout(b.Logprobs, nil, slots, row.Options)

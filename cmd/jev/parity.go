@@ -164,6 +164,7 @@ func printParity(w io.Writer, r *parity.Report, bound float64) {
 	diffs = append(diffs, r.PromptDifferences...)
 	diffs = append(diffs, r.TokenDifferences...)
 	diffs = append(diffs, r.ChoiceDifferences...)
+	diffs = append(diffs, r.LogprobDifferences...)
 	if r.Corpus != nil {
 		diffs = append(diffs, r.Corpus.Differences...)
 	}
