@@ -21,6 +21,7 @@ var ErrHTTP = errors.New("backend: runtime call failed")
 // HTTPError is a call to the server that failed: the URL, and either the transport error or
 // the HTTP status with the response body truncated to 400 characters (contract.rs post).
 type HTTPError struct {
+	Method string // "GET" for /health; "" means POST
 	URL    string
 	Status int    // 0 when no response came back
 	Body   string // truncated
@@ -28,13 +29,17 @@ type HTTPError struct {
 }
 
 func (e *HTTPError) Error() string {
+	m := e.Method
+	if m == "" {
+		m = http.MethodPost
+	}
 	switch {
 	case e.Status != 0 && e.Err == nil:
-		return fmt.Sprintf("POST %s returned HTTP %d: %s", e.URL, e.Status, e.Body)
+		return fmt.Sprintf("%s %s returned HTTP %d: %s", m, e.URL, e.Status, e.Body)
 	case e.Status != 0:
-		return fmt.Sprintf("POST %s returned an unexpected body (%v): %s", e.URL, e.Err, e.Body)
+		return fmt.Sprintf("%s %s returned an unexpected body (%v): %s", m, e.URL, e.Err, e.Body)
 	default:
-		return fmt.Sprintf("POST %s failed: %v", e.URL, e.Err)
+		return fmt.Sprintf("%s %s failed: %v", m, e.URL, e.Err)
 	}
 }
 
@@ -252,16 +257,16 @@ func (h *HTTP) Health(ctx context.Context) error {
 	url := h.base + "/health"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return &HTTPError{URL: url, Err: err}
+		return &HTTPError{Method: http.MethodGet, URL: url, Err: err}
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
-		return &HTTPError{URL: url, Err: err}
+		return &HTTPError{Method: http.MethodGet, URL: url, Err: err}
 	}
 	defer resp.Body.Close()
 	text, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if resp.StatusCode != http.StatusOK {
-		return &HTTPError{URL: url, Status: resp.StatusCode, Body: truncate(string(text))}
+		return &HTTPError{Method: http.MethodGet, URL: url, Status: resp.StatusCode, Body: truncate(string(text))}
 	}
 	return nil
 }

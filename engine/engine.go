@@ -46,6 +46,11 @@ type Engine struct {
 	stopped    chan struct{}
 	closeMu    sync.Mutex
 	closed     bool
+	// cpu serialises preparing prompts (rendering, the 17 tokenizations of the boundary
+	// check) with llama_decode: a decode already uses every core it is given (n_threads), and a
+	// goroutine tokenizing beside it preempts one of its OpenMP threads, which then stalls the
+	// others at every barrier (measured: the engine slower than one-at-a-time on 2 cores).
+	cpu sync.Mutex
 
 	stats struct {
 		rows, prompts, promptTokens, decodedTokens, decodes, rounds atomic.Int64

@@ -100,7 +100,9 @@ func (e *Engine) newJob(ctx context.Context, row contract.Row) (*job, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	e.cpu.Lock()
 	ps, err := e.Prompts(row)
+	e.cpu.Unlock()
 	if err != nil {
 		return nil, err
 	}

@@ -160,7 +160,10 @@ func (s *scheduler) decode(ctx context.Context, tokens []llama.Token) ([]float32
 			last = row
 		}
 		e.stats.decodes.Add(1)
-		if err := e.lctx.Decode(ctx, e.batch); err != nil {
+		e.cpu.Lock()
+		err := e.lctx.Decode(ctx, e.batch)
+		e.cpu.Unlock()
+		if err != nil {
 			s.cached = s.cached[:0]
 			_ = e.lctx.MemoryClear()
 			return nil, 0, err

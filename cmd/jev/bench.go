@@ -142,8 +142,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				defer srv.Close()
 				url = srv.URL
 			}
+			hb := backend.NewHTTP(url, backend.HTTPOptions{Options: bopts, APIKey: mf.apiKey, NProbs: mf.nProbs})
+			if err := reachable(ctx, hb); err != nil {
+				return nil, err
+			}
 			var err error
-			rep.HTTP, err = contractPath("http", backend.NewHTTP(url, backend.HTTPOptions{Options: bopts, APIKey: mf.apiKey, NProbs: mf.nProbs}))
+			rep.HTTP, err = contractPath("http", hb)
 			return rep.HTTP, err
 		}); err != nil {
 			return err
@@ -232,8 +236,17 @@ func printBench(w io.Writer, r *bench.Report) {
 		fmt.Fprintf(w, "\n  engine decoded %d of %d prompt tokens (%.0f%%)\n", r.Engine.TokensDecoded, r.Engine.PromptTokens,
 			100*float64(r.Engine.TokensDecoded)/float64(max(1, r.Engine.PromptTokens)))
 	}
-	fmt.Fprintf(w, "\n  engine/http %.2f×, engine/sequential %.2f×, prefill efficiency %.0f%%\n",
-		r.Ratios.EngineVsHTTP, r.Ratios.EngineVsSequential, 100*r.Ratios.PrefillEfficiency)
+	ratio := func(v float64, unit string) string {
+		if v == 0 {
+			return "n/a"
+		}
+		if unit == "%" {
+			return fmt.Sprintf("%.0f%%", 100*v)
+		}
+		return fmt.Sprintf("%.2f×", v)
+	}
+	fmt.Fprintf(w, "\n  engine/http %s, engine/sequential %s, prefill efficiency %s\n",
+		ratio(r.Ratios.EngineVsHTTP, "×"), ratio(r.Ratios.EngineVsSequential, "×"), ratio(r.Ratios.PrefillEfficiency, "%"))
 	fmt.Fprintf(w, "  same prompts %v, same choices %v\n", r.SamePrompts, r.SameChoices)
 	for _, d := range r.Differences {
 		fmt.Fprintf(w, "  %s\n", d)

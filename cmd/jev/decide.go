@@ -388,13 +388,7 @@ func openOutput(path string, stdout io.Writer) (io.Writer, func() error, error) 
 	if err != nil {
 		return nil, nil, usageError{err}
 	}
-	return &syncingWriter{f: f, interval: time.Second, last: time.Now()}, func() error {
-		if err := f.Sync(); err != nil {
-			_ = f.Close()
-			return err
-		}
-		return f.Close()
-	}, nil
+	return &syncingWriter{f: f, interval: time.Second, last: time.Now()}, func() error { return closeSynced(f) }, nil
 }
 
 // countLines counts the lines of a regular file (newlines, plus a last line without one) and

@@ -164,6 +164,9 @@ func (f *modelFlags) open(ctx context.Context, stderr io.Writer) (*decide.Decide
 			Options: backend.Options{ChatTemplateKwargs: opts.ChatTemplateKwargs, TemplateTime: opts.TemplateTime},
 			APIKey:  key, NProbs: f.nProbs,
 		})
+		if err := reachable(ctx, b); err != nil {
+			return nil, err
+		}
 		return decide.New(ctx, b)
 	}
 	switch f.renderer {
@@ -228,6 +231,17 @@ func (f *modelFlags) openRowDecider(ctx context.Context, stderr io.Writer, contr
 		return nil, nil, err
 	}
 	return engineDecider{e}, func() { _ = e.Close() }, nil
+}
+
+// reachable checks a --runtime server's GET /health before any work, so that an unreachable
+// or still-loading server is reported as such, not as a model failing its checks.
+func reachable(ctx context.Context, b *backend.HTTP) error {
+	hctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := b.Health(hctx); err != nil {
+		return fmt.Errorf("--runtime %s: the llama-server is not reachable or not ready (start it, or check the URL): %w", b.Name(), err)
+	}
+	return nil
 }
 
 // flagHelp records each flag's names once, so the usage lists "-m, --model" on one line.

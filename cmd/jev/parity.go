@@ -101,6 +101,9 @@ func runParity(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	hb := backend.NewHTTP(url, backend.HTTPOptions{APIKey: key, NProbs: mf.nProbs,
 		Options: backend.Options{ChatTemplateKwargs: opts.ChatTemplateKwargs, TemplateTime: opts.TemplateTime}})
+	if err := reachable(ctx, hb); err != nil {
+		return err
+	}
 	kwargs := opts.ChatTemplateKwargs
 	rep, err := parity.Rows(ctx, ip, llm, hb, rows, kwargs)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/gojev/gojev/contract"
@@ -136,9 +137,28 @@ func (w *syncingWriter) Write(p []byte) (int, error) {
 	n, err := w.f.Write(p)
 	if err == nil && time.Since(w.last) >= w.interval {
 		w.last = time.Now()
-		err = w.f.Sync()
+		err = syncFile(w.f)
 	}
 	return n, err
+}
+
+// syncFile is f.Sync (fsync) for files that can be synced: /dev/null, a pipe or a terminal
+// given as -o answers EINVAL, which is not a failure to keep the results.
+func syncFile(f *os.File) error {
+	err := f.Sync()
+	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOTSUP) {
+		return nil
+	}
+	return err
+}
+
+// closeSynced syncs and closes f.
+func closeSynced(f *os.File) error {
+	if err := syncFile(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // openResumeOutput opens the -o file of a resumed run (see openResume) and says on stderr
@@ -158,11 +178,5 @@ func openResumeOutput(path string, stderr io.Writer, quiet bool) (io.Writer, fun
 		}
 		fmt.Fprintln(stderr)
 	}
-	return &syncingWriter{f: f, interval: time.Second, last: time.Now()}, func() error {
-		if err := f.Sync(); err != nil {
-			_ = f.Close()
-			return err
-		}
-		return f.Close()
-	}, set, nil
+	return &syncingWriter{f: f, interval: time.Second, last: time.Now()}, func() error { return closeSynced(f) }, set, nil
 }
