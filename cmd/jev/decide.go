@@ -33,8 +33,8 @@ prompt alone. A bad row (malformed JSON, a missing field, 0 or more
 than 16 options, duplicate option ids, a label that is not an option id, a prompt longer than
 n_ctx, content containing special-token text) gets {"id": ..., "line": N, "error": "..."} and
 the run goes on. A summary (rows, errors, accuracy where rows have a "label", decisions/s)
-goes to stderr. Ctrl-C (or SIGTERM) stops after the row in flight, or drops it, leaving only
-whole lines.
+goes to stderr. Ctrl-C (or SIGTERM) stops the run: the rows in flight (at most --window)
+are dropped, and the output holds only whole lines, every row before them decided.
 
 --resume continues an interrupted run: with the same -i and -o, it keeps the records already
 in the -o file (dropping a last line cut short by a crash), skips every input row that has one
