@@ -30,7 +30,13 @@ type Path struct {
 	P50MS         float64 `json:"p50_ms"`
 	P95MS         float64 `json:"p95_ms"`
 	WallS         float64 `json:"wall_s"`
-	Errors        int     `json:"errors"`
+	// DecodeS is the time spent decoding (engine: in llama_decode; sequential: in the
+	// backend's next-token read-out; http: in /completion, the server's decode and the HTTP
+	// round trip); PrepareS the time spent rendering, tokenizing and checking (http: the
+	// /apply-template and /tokenize calls). The rest of WallS is queueing and bookkeeping.
+	DecodeS  float64 `json:"decode_s"`
+	PrepareS float64 `json:"prepare_s"`
+	Errors   int     `json:"errors"`
 	// Per row, for the same-prompts/same-choices checks (not in the JSON).
 	SHA    [][]string `json:"-"` // prompt_sha256s of each row (one, or one per candidate)
 	Chosen []string   `json:"-"`
@@ -104,7 +110,9 @@ func Direct(ctx context.Context, name string, b backend.Backend, rows []contract
 			return nil, err
 		}
 		t0 := time.Now()
-		sha, chosen, n, err := directOne(ctx, b, tok, slots, row)
+		sha, chosen, n, dec, err := directOne(ctx, b, tok, slots, row)
+		p.DecodeS += dec.Seconds()
+		p.PrepareS += (time.Since(t0) - dec).Seconds()
 		if err != nil {
 			p.Errors++
 			continue
@@ -117,25 +125,27 @@ func Direct(ctx context.Context, name string, b backend.Backend, rows []contract
 	return p, nil
 }
 
-func directOne(ctx context.Context, b backend.Backend, tok contract.Tokenizer, slots contract.Slots, row contract.Row) (sha, chosen string, n int, err error) {
+func directOne(ctx context.Context, b backend.Backend, tok contract.Tokenizer, slots contract.Slots, row contract.Row) (sha, chosen string, n int, decode time.Duration, err error) {
 	msgs, err := contract.DirectMessages(row.State, row.Question, row.Options)
 	if err != nil {
-		return "", "", 0, err
+		return "", "", 0, 0, err
 	}
 	text, err := b.Render(ctx, msgs)
 	if err != nil {
-		return "", "", 0, err
+		return "", "", 0, 0, err
 	}
 	toks, err := contract.VerifyBoundary(tok, text, slots)
 	if err != nil {
-		return "", "", 0, err
+		return "", "", 0, 0, err
 	}
+	t0 := time.Now()
 	r, err := b.NextToken(ctx, toks, slots[:len(row.Options)])
+	decode = time.Since(t0)
 	if err != nil {
-		return "", "", 0, err
+		return "", "", 0, decode, err
 	}
 	scores, c := contract.ScoreReadout(r.Logprobs, r.Logits, slots, row.Options)
-	return contract.PromptSHA256(text), scores[c].ID, len(toks), nil
+	return contract.PromptSHA256(text), scores[c].ID, len(toks), decode, nil
 }
 
 // LlamaBench runs llama.cpp's llama-bench for the prompt-processing rate of nTokens-token

@@ -42,7 +42,10 @@ rows:
 				var toks []int32
 				if toks, err = contract.VerifyBinaryBoundary(tok, text, slots); err == nil {
 					var r backend.Readout
-					if r, err = b.NextToken(ctx, toks, ids); err == nil {
+					t1 := time.Now()
+					r, err = b.NextToken(ctx, toks, ids)
+					p.DecodeS += time.Since(t1).Seconds()
+					if err == nil {
 						cands[k] = contract.CandidateScore{ID: opt.ID, PromptSHA256: contract.PromptSHA256(text), NPromptTokens: len(toks),
 							BinaryScore: contract.BinaryScore{PYes: contract.PYes(r.Logprobs[:len(slots.Yes)], r.Logprobs[len(slots.Yes):])}}
 						shas[k] = contract.PromptSHA256(text)
@@ -56,9 +59,11 @@ rows:
 		}
 		chosen := contract.RankCandidates(cands)
 		lat = append(lat, time.Since(t0))
+		p.PrepareS += time.Since(t0).Seconds()
 		p.SHA[i], p.Chosen[i] = shas, cands[chosen].ID
 		p.PromptTokens += int64(n)
 	}
+	p.PrepareS -= p.DecodeS
 	finish(p, len(rows), time.Since(start), lat)
 	return p, nil
 }
@@ -94,6 +99,8 @@ func Engine(ctx context.Context, e *engine.Engine, rows []contract.Row) (*Path, 
 	after := e.Stats()
 	p.PromptTokens = after.PromptTokens - before.PromptTokens
 	p.TokensDecoded = after.DecodedTokens - before.DecodedTokens
+	p.DecodeS = float64(after.DecodeNS-before.DecodeNS) / 1e9
+	p.PrepareS = float64(after.PrepareNS-before.PrepareNS) / 1e9
 	finish(p, len(rows), wall, lat)
 	return p, nil
 }

@@ -54,6 +54,7 @@ type Engine struct {
 
 	stats struct {
 		rows, prompts, promptTokens, decodedTokens, decodes, rounds atomic.Int64
+		decodeNS, prepareNS                                         atomic.Int64
 	}
 
 	// Owned by the scheduler goroutine.
@@ -208,6 +209,9 @@ type EngineStats struct {
 	DecodedTokens int64 // prompt tokens actually decoded (llama_decode batch rows, pads excluded)
 	Decodes       int64 // llama_decode calls
 	Rounds        int64 // scheduling rounds
+	// DecodeNS is the time spent in llama_decode; PrepareNS in rendering, the special-text
+	// and boundary checks and tokenizing (nanoseconds).
+	DecodeNS, PrepareNS int64
 }
 
 // Stats returns the engine's totals.
@@ -215,6 +219,7 @@ func (e *Engine) Stats() EngineStats {
 	return EngineStats{
 		Rows: e.stats.rows.Load(), Prompts: e.stats.prompts.Load(), PromptTokens: e.stats.promptTokens.Load(),
 		DecodedTokens: e.stats.decodedTokens.Load(), Decodes: e.stats.decodes.Load(), Rounds: e.stats.rounds.Load(),
+		DecodeNS: e.stats.decodeNS.Load(), PrepareNS: e.stats.prepareNS.Load(),
 	}
 }
 

@@ -101,7 +101,9 @@ func (e *Engine) newJob(ctx context.Context, row contract.Row) (*job, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	e.cpu.Lock()
+	t0 := time.Now()
 	ps, err := e.Prompts(row)
+	e.stats.prepareNS.Add(int64(time.Since(t0)))
 	e.cpu.Unlock()
 	if err != nil {
 		return nil, err

@@ -161,7 +161,9 @@ func (s *scheduler) decode(ctx context.Context, tokens []llama.Token) ([]float32
 		}
 		e.stats.decodes.Add(1)
 		e.cpu.Lock()
+		t0 := time.Now()
 		err := e.lctx.Decode(ctx, e.batch)
+		e.stats.decodeNS.Add(int64(time.Since(t0)))
 		e.cpu.Unlock()
 		if err != nil {
 			s.cached = s.cached[:0]

@@ -232,6 +232,14 @@ func printBench(w io.Writer, r *bench.Report) {
 	if r.HardwarePromptTokensPerS > 0 {
 		fmt.Fprintf(w, "  %-11s %12s %16.1f   (llama-bench -p %d)\n", "hardware", "", r.HardwarePromptTokensPerS, r.HardwarePromptTokens)
 	}
+	fmt.Fprintf(w, "\n  where the time goes (s of wall):\n")
+	for _, p := range []*bench.Path{r.Engine, r.Sequential, r.HTTP} {
+		if p == nil || p.WallS == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "  %-11s wall %7.1f  decode %7.1f (%3.0f%%)  prepare %6.1f (%3.0f%%)\n", p.Name, p.WallS,
+			p.DecodeS, 100*p.DecodeS/p.WallS, p.PrepareS, 100*p.PrepareS/p.WallS)
+	}
 	if r.Engine != nil && r.Engine.TokensDecoded > 0 {
 		fmt.Fprintf(w, "\n  engine decoded %d of %d prompt tokens (%.0f%%)\n", r.Engine.TokensDecoded, r.Engine.PromptTokens,
 			100*float64(r.Engine.TokensDecoded)/float64(max(1, r.Engine.PromptTokens)))
