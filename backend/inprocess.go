@@ -66,19 +66,9 @@ var ErrNoTemplate = fmt.Errorf("backend: no chat template")
 // (llama_init_from_model, flash attention off). Errors wrap llama.ErrLoad, ErrNoTemplate,
 // render.ErrTemplate or llama.ErrContext.
 func OpenInProcess(path string, opts InProcessOptions) (*InProcess, error) {
-	mp := llama.DefaultModelParams()
-	mp.NGPULayers = opts.NGPULayers
-	mp.UseMmap = !opts.NoMmap
-	model, err := llama.LoadModel(path, mp)
-	if err != nil {
-		return nil, err
-	}
-	b, err := newInProcess(model, opts)
-	if err != nil {
-		_ = model.Close()
-		return nil, err
-	}
-	return b, nil
+	return llama.OpenWith(path, opts.NGPULayers, opts.NoMmap, func(m *llama.Model) (*InProcess, error) {
+		return newInProcess(m, opts)
+	})
 }
 
 func newInProcess(model *llama.Model, opts InProcessOptions) (*InProcess, error) {

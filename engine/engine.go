@@ -72,19 +72,9 @@ type Engine struct {
 // contract error; other errors wrap ErrOptions, llama.ErrLoad, llama.ErrContext,
 // decide.ErrNoTemplate or render.ErrTemplate.
 func Open(path string, opts Options) (*Engine, error) {
-	mp := llama.DefaultModelParams()
-	mp.NGPULayers = opts.NGPULayers
-	mp.UseMmap = !opts.NoMmap
-	model, err := llama.LoadModel(path, mp)
-	if err != nil {
-		return nil, err
-	}
-	e, err := newEngine(model, opts)
-	if err != nil {
-		_ = model.Close()
-		return nil, err
-	}
-	return e, nil
+	return llama.OpenWith(path, opts.NGPULayers, opts.NoMmap, func(m *llama.Model) (*Engine, error) {
+		return newEngine(m, opts)
+	})
 }
 
 func newEngine(model *llama.Model, opts Options) (*Engine, error) {

@@ -44,6 +44,26 @@ type Model struct {
 	header *gguf.File
 }
 
+// OpenWith loads the model at path (LoadModel with n_gpu_layers and use_mmap set) and hands it
+// to build; if build fails, the model is closed and the error returned. The owner of what build
+// returns owns the model.
+func OpenWith[T any](path string, nGPULayers int, noMmap bool, build func(*Model) (T, error)) (T, error) {
+	var zero T
+	mp := DefaultModelParams()
+	mp.NGPULayers = nGPULayers
+	mp.UseMmap = !noMmap
+	model, err := LoadModel(path, mp)
+	if err != nil {
+		return zero, err
+	}
+	v, err := build(model)
+	if err != nil {
+		_ = model.Close()
+		return zero, err
+	}
+	return v, nil
+}
+
 // LoadModel loads a GGUF model from path (llama_model_load_from_file).
 //
 // Before llama.cpp sees the file, its structure is validated in Go (gguf.Open): a missing file,

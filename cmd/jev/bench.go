@@ -51,14 +51,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	logger := newLogger(stderr, mf.verbose)
 	llama.SetLogger(logger)
-	var ctr engine.Contract
-	switch contractName {
-	case "direct":
-		ctr = engine.Direct
-	case "binary":
-		ctr = engine.Binary
-	default:
-		return usageError{fmt.Errorf("--contract %q: want direct or binary", contractName)}
+	ctr, err := parseContract(contractName)
+	if err != nil {
+		return err
 	}
 	paths := strings.Split(pathsFlag, ",")
 	for _, p := range paths {

@@ -169,12 +169,8 @@ func (f *modelFlags) open(ctx context.Context, stderr io.Writer) (*decide.Decide
 		}
 		return decide.New(ctx, b)
 	}
-	switch f.renderer {
-	case "", backend.RendererGo, backend.RendererLlama:
-	case backend.RendererServer:
-		return nil, usageError{errors.New("--renderer server needs --runtime URL")}
-	default:
-		return nil, usageError{fmt.Errorf("--renderer %q: want go, llama or server", f.renderer)}
+	if err := f.checkLocalRenderer(); err != nil {
+		return nil, err
 	}
 	opts.Renderer = f.renderer
 	path, err := f.modelPath()
@@ -187,14 +183,9 @@ func (f *modelFlags) open(ctx context.Context, stderr io.Writer) (*decide.Decide
 // openRowDecider opens what jev decide decides with: the engine in-process, or a
 // decide.Decider over the --runtime server (direct contract only).
 func (f *modelFlags) openRowDecider(ctx context.Context, stderr io.Writer, contractName string) (rowDecider, func(), error) {
-	var c engine.Contract
-	switch contractName {
-	case "direct":
-		c = engine.Direct
-	case "binary":
-		c = engine.Binary
-	default:
-		return nil, nil, usageError{fmt.Errorf("--contract %q: want direct or binary", contractName)}
+	c, err := parseContract(contractName)
+	if err != nil {
+		return nil, nil, err
 	}
 	if f.runtime != "" {
 		if c != engine.Direct {
@@ -213,12 +204,8 @@ func (f *modelFlags) openRowDecider(ctx context.Context, stderr io.Writer, contr
 	if err != nil {
 		return nil, nil, err
 	}
-	switch f.renderer {
-	case "", backend.RendererGo, backend.RendererLlama:
-	case backend.RendererServer:
-		return nil, nil, usageError{errors.New("--renderer server needs --runtime URL")}
-	default:
-		return nil, nil, usageError{fmt.Errorf("--renderer %q: want go, llama or server", f.renderer)}
+	if err := f.checkLocalRenderer(); err != nil {
+		return nil, nil, err
 	}
 	path, err := f.modelPath()
 	if err != nil {
@@ -231,6 +218,28 @@ func (f *modelFlags) openRowDecider(ctx context.Context, stderr io.Writer, contr
 		return nil, nil, err
 	}
 	return engineDecider{e}, func() { _ = e.Close() }, nil
+}
+
+// checkLocalRenderer checks --renderer for an in-process run.
+func (f *modelFlags) checkLocalRenderer() error {
+	switch f.renderer {
+	case "", backend.RendererGo, backend.RendererLlama:
+		return nil
+	case backend.RendererServer:
+		return usageError{errors.New("--renderer server needs --runtime URL")}
+	}
+	return usageError{fmt.Errorf("--renderer %q: want go, llama or server", f.renderer)}
+}
+
+// parseContract reads --contract.
+func parseContract(name string) (engine.Contract, error) {
+	switch name {
+	case "direct":
+		return engine.Direct, nil
+	case "binary":
+		return engine.Binary, nil
+	}
+	return 0, usageError{fmt.Errorf("--contract %q: want direct or binary", name)}
 }
 
 // reachable checks a --runtime server's GET /health before any work, so that an unreachable
