@@ -58,7 +58,8 @@ type HTTPOptions struct {
 	Model string
 	// APIKey, when set, is sent as "Authorization: Bearer <key>".
 	APIKey string
-	// NProbs is the first n_probs asked of /completion (default 64). When an id is missing
+	// NProbs is the first n_probs asked of /completion (default 1000: on SmolLM2 an option
+	// letter was often outside the top 64, and each repeat re-decodes the prompt). When an id is missing
 	// from the top n_probs, the request is repeated with 8× as many, up to the vocabulary.
 	NProbs int
 	// Client is the HTTP client (default: one with a 10-minute timeout).
@@ -85,7 +86,7 @@ func NewHTTP(baseURL string, opts HTTPOptions) *HTTP {
 		c = &http.Client{Timeout: 10 * time.Minute}
 	}
 	if opts.NProbs <= 0 {
-		opts.NProbs = 64
+		opts.NProbs = 1000
 	}
 	return &HTTP{base: strings.TrimRight(baseURL, "/"), opts: opts, kwargs: opts.kwargs(), now: opts.clock(), client: c}
 }

@@ -48,7 +48,7 @@ func (f *modelFlags) register(fs *flag.FlagSet) {
 	stringFlag(fs, &f.renderer, "renderer", "", "chat-template `engine`: go (Go Jinja, as transformers renders; the default in-process), llama (llama.cpp's common/chat, as llama-server renders), server (the runtime's /apply-template; the default and only choice with --runtime)")
 	stringFlag(fs, &f.runtime, "runtime", "", "decide through a llama-server at this base `URL` (e.g. http://127.0.0.1:8080) instead of in-process: /apply-template, /tokenize, /detokenize, /completion")
 	stringFlag(fs, &f.apiKey, "api-key", "", "bearer `key` for --runtime (default $JEV_API_KEY)")
-	intFlag(fs, &f.nProbs, "n-probs", 64, "with --runtime: the first n_probs asked of /completion; raised 8× at a time while an option's token is missing from the top `n`")
+	intFlag(fs, &f.nProbs, "n-probs", 1000, "with --runtime: the first n_probs asked of /completion; raised 8× at a time while an option's token is missing from the top `n`")
 	boolFlag(fs, &f.noMmap, "no-mmap", "read the weights into memory instead of memory-mapping them")
 	boolFlag(fs, &f.verbose, "v,verbose", "log llama.cpp's own messages (model loading, backends) to stderr")
 	f.nCtx, f.nBatch = 4096, 512
