@@ -1,7 +1,6 @@
 package decide_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -41,24 +40,8 @@ func openDefault(t *testing.T, opts decide.Options) *decide.Decider {
 	return d
 }
 
-func readRows(t *testing.T, path string, limit int) []contract.Row {
-	t.Helper()
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	var rows []contract.Row
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() && len(rows) < limit {
-		row, err := contract.ParseRow(sc.Bytes())
-		require.NoError(t, err)
-		rows = append(rows, row)
-	}
-	return rows
-}
-
 func exampleRows(t *testing.T) []contract.Row {
-	return readRows(t, filepath.Join(testenv.RepoRoot(t), "examples", "tickets.jsonl"), 100)
+	return testenv.Rows(t, filepath.Join(testenv.RepoRoot(t), "examples", "tickets.jsonl"), 100)
 }
 
 func TestSlotsResolveOnTheDefaultModel(t *testing.T) {
@@ -79,7 +62,7 @@ func TestSlotsResolveOnTheDefaultModel(t *testing.T) {
 func TestDecisionsOnRealRows(t *testing.T) {
 	d := openDefault(t, decide.Options{})
 	rows := exampleRows(t)
-	rows = append(rows, readRows(t, testenv.SharedData(t, "banking77/sample-200-8opt.jsonl"), 8)...)
+	rows = append(rows, testenv.Rows(t, testenv.SharedData(t, "banking77/sample-200-8opt.jsonl"), 8)...)
 	for _, row := range rows {
 		dec, err := d.Decide(context.Background(), row)
 		require.NoError(t, err, "row %v", row.ID)

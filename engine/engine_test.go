@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"bufio"
 	"context"
 	"log/slog"
 	"math"
@@ -35,22 +34,6 @@ func openEngine(t testing.TB, opts engine.Options) *engine.Engine {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.Close() })
 	return e
-}
-
-func readRows(t testing.TB, rel string, limit int) []contract.Row {
-	t.Helper()
-	f, err := os.Open(testenv.SharedData(t, rel))
-	require.NoError(t, err)
-	defer f.Close()
-	var rows []contract.Row
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() && len(rows) < limit {
-		row, err := contract.ParseRow(sc.Bytes())
-		require.NoError(t, err)
-		rows = append(rows, row)
-	}
-	return rows
 }
 
 func decideAll(t testing.TB, e *engine.Engine, rows []contract.Row) []*engine.Result {
@@ -129,4 +112,8 @@ func TestDirectMatchesDecider(t *testing.T) {
 	assert.Less(t, st.DecodedTokens, st.PromptTokens*9/10, "the shared prefix is decoded once")
 	assert.LessOrEqual(t, maxDelta, 1e-4)
 	assert.Equal(t, len(rows), sameChoice)
+}
+
+func readRows(t testing.TB, rel string, limit int) []contract.Row {
+	return testenv.Rows(t, testenv.SharedData(t, rel), limit)
 }

@@ -1,9 +1,7 @@
 package parity_test
 
 import (
-	"bufio"
 	"context"
-	"os"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -19,28 +17,12 @@ import (
 	"github.com/gojev/gojev/parity"
 )
 
-func readRows(t *testing.T, path string) []contract.Row {
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	var rows []contract.Row
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		row, err := contract.ParseRow(sc.Bytes())
-		require.NoError(t, err)
-		rows = append(rows, row)
-	}
-	require.NoError(t, sc.Err())
-	return rows
-}
-
 // TestParityWithLlamaServer is the parity table of issue 3 on the Banking77 sample: the three
 // renderers agree byte for byte, the token ids agree, the decoded distributions agree within
 // 1e-4 and every row chooses the same option. Any regression fails it.
 func TestParityWithLlamaServer(t *testing.T) {
 	model := testenv.DefaultModel(t, decide.DefaultModelFile)
-	rows := readRows(t, testenv.SharedData(t, "banking77/sample-200-8opt.jsonl"))
+	rows := testenv.Rows(t, testenv.SharedData(t, "banking77/sample-200-8opt.jsonl"), 0)
 	srv := testenv.LlamaServer(t, model)
 	ctx := context.Background()
 

@@ -7,6 +7,7 @@
 package testenv
 
 import (
+	"bufio"
 	"context"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/internal/llamaserver"
 )
 
@@ -119,4 +121,29 @@ func LlamaServer(tb testing.TB, model string) *llamaserver.Server {
 	}
 	tb.Cleanup(func() { _ = s.Close() })
 	return s
+}
+
+// Rows reads up to limit rows (limit ≤ 0: all) from a JSONL file of rows, failing the test on
+// a bad line.
+func Rows(tb testing.TB, path string, limit int) []contract.Row {
+	tb.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	var rows []contract.Row
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() && (limit <= 0 || len(rows) < limit) {
+		row, err := contract.ParseRow(sc.Bytes())
+		if err != nil {
+			tb.Fatalf("%s: %v", path, err)
+		}
+		rows = append(rows, row)
+	}
+	if err := sc.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return rows
 }
