@@ -46,7 +46,7 @@ func TestPinnedDateGivesTheSameHashWhicheverRenderer(t *testing.T) {
 // (llama-server from the same pin) and in-process: same prompts, same choices, the backend
 // recorded in each result.
 func TestDecisionsThroughTheServerMatchInProcess(t *testing.T) {
-	model := testenv.DefaultModel(t, decide.DefaultModelFile)
+	model := testenv.SmallModel(t)
 	srv := testenv.LlamaServer(t, model)
 	ctx := context.Background()
 	remote, err := decide.New(ctx, backend.NewHTTP(srv.URL, backend.HTTPOptions{}))

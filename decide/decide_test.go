@@ -34,7 +34,7 @@ func openDefault(t *testing.T, opts decide.Options) *decide.Decider {
 	if opts.NThreads == 0 {
 		opts.NThreads = 2
 	}
-	d, err := decide.Open(testenv.DefaultModel(t, decide.DefaultModelFile), opts)
+	d, err := decide.Open(testenv.SmallModel(t), opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close() })
 	return d
@@ -257,7 +257,7 @@ func TestConcurrentDecisionsMatchSequential(t *testing.T) {
 // idempotent, and a closed Decider refuses work instead of touching freed memory.
 func TestCloseFreesEveryCObject(t *testing.T) {
 	m0, c0, b0 := llama.Live()
-	d, err := decide.Open(testenv.DefaultModel(t, decide.DefaultModelFile), decide.Options{NThreads: 2})
+	d, err := decide.Open(testenv.SmallModel(t), decide.Options{NThreads: 2})
 	require.NoError(t, err)
 	m1, c1, b1 := llama.Live()
 	assert.Equal(t, [3]int64{m0 + 1, c0 + 1, b0 + 1}, [3]int64{m1, c1, b1})

@@ -13,5 +13,5 @@
 package decide
 
 // DefaultModelFile is the file name of the default model that `make model` assembles under
-// the cache's models/ folder (see scripts/fetch-model.sh).
-const DefaultModelFile = "SmolLM2-135M-Instruct.Q4_1.gguf"
+// the cache's models/ folder: Qwen2.5-Coder-1.5B-Instruct Q4_K_M (scripts/models.tsv).
+const DefaultModelFile = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"

@@ -80,7 +80,7 @@ func TestSoak(t *testing.T) {
 	warmup := max(50, n/10)
 
 	m0, c0, b0 := llama.Live()
-	d, err := decide.Open(testenv.DefaultModel(t, decide.DefaultModelFile), decide.Options{NThreads: 1})
+	d, err := decide.Open(testenv.SmallModel(t), decide.Options{NThreads: 1})
 	require.NoError(t, err)
 	rows := soakRows(t, 4)
 	ctx := context.Background()

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func modelPath(t testing.TB) string { return testenv.DefaultModel(t, decide.DefaultModelFile) }
+func modelPath(t testing.TB) string { return testenv.SmallModel(t) }
 
 func openEngine(t testing.TB, opts engine.Options) *engine.Engine {
 	t.Helper()

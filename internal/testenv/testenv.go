@@ -80,14 +80,30 @@ func Python3(tb testing.TB) string {
 	return p
 }
 
-// DefaultModel returns the model the end-to-end tests run on: $JEV_MODEL, else the default
-// model `make model` caches (under $GOJEV_CACHE or the user cache folder, models/file), or
-// skips/fails through Missing when neither exists.
+// SmallModelFile is the file name of the small test model (`scripts/fetch-model.sh small`):
+// SmolLM2-135M-Instruct Q4_1, fast enough for tests that make thousands of decisions.
+const SmallModelFile = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+// SmallModel returns the small, fast model most tests run on: $JEV_SMALL_MODEL, else
+// SmallModelFile in the model cache, or skips/fails through Missing when neither exists.
+func SmallModel(tb testing.TB) string {
+	tb.Helper()
+	return cachedModel(tb, "JEV_SMALL_MODEL", SmallModelFile, "scripts/fetch-model.sh small")
+}
+
+// DefaultModel returns the default model (the one `make model` fetches, which make demo and
+// make eval use), for the tests of decision quality: $JEV_MODEL, else file in the model cache,
+// or skips/fails through Missing when neither exists.
 func DefaultModel(tb testing.TB, file string) string {
 	tb.Helper()
-	if p := os.Getenv("JEV_MODEL"); p != "" {
+	return cachedModel(tb, "JEV_MODEL", file, "make model")
+}
+
+func cachedModel(tb testing.TB, env, file, fetch string) string {
+	tb.Helper()
+	if p := os.Getenv(env); p != "" {
 		if _, err := os.Stat(p); err != nil {
-			Missing(tb, "JEV_MODEL=%s: %v", p, err)
+			Missing(tb, "%s=%s: %v", env, p, err)
 		}
 		return p
 	}
@@ -95,13 +111,13 @@ func DefaultModel(tb testing.TB, file string) string {
 	if cache == "" {
 		dir, err := os.UserCacheDir()
 		if err != nil {
-			Missing(tb, "no user cache folder for the default model: %v", err)
+			Missing(tb, "no user cache folder for the model: %v", err)
 		}
 		cache = filepath.Join(dir, "gojev")
 	}
 	p := filepath.Join(cache, "models", file)
 	if _, err := os.Stat(p); err != nil {
-		Missing(tb, "needs the default model (run `make model` or set JEV_MODEL): %v", err)
+		Missing(tb, "needs the model %s (run `%s` or set %s): %v", file, fetch, env, err)
 	}
 	return p
 }
