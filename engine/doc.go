@@ -14,6 +14,16 @@
 // prompt per option (contract.BinaryMessages), reads the yes/no logits at each prompt's last
 // position and ranks the candidates by p_yes (contract.ScoreBinary, contract.RankCandidates).
 //
+// # Bias control
+//
+// Options.Debias adds scores beside the raw ones without changing a prompt (package debias):
+// PriDe divides an estimated letter prior out of one decode per row (EstimatePrior, SetPrior,
+// or Options.Prior from a saved file); Cyclic decides a row under all k cyclic permutations of
+// its options, as k jobs that the scheduler decodes together, so their common prefix (system
+// prompt, evidence, criterion) is decoded once; Contextual calibrates the binary contract's
+// p_yes against content-free evidence, cached per question and candidate. Result.Debias
+// records the method, the raw choice, the prior, and every permuted prompt's prompt_sha256.
+//
 // # Scheduling and prefix reuse
 //
 // One scheduler goroutine owns the llama context. It takes every prompt waiting (a round) and

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/decide"
 	"github.com/gojev/gojev/llama"
 )
@@ -56,6 +57,12 @@ type Engine struct {
 		rows, prompts, promptTokens, decodedTokens, decodes, rounds atomic.Int64
 		decodeNS, prepareNS                                         atomic.Int64
 	}
+
+	// prior is PriDe's letter prior (Options.Prior, SetPrior); contentFree caches contextual
+	// calibration's content-free p_yes per question and candidate ([]float64, one per
+	// debias.ContentFreeEvidence).
+	prior       atomic.Pointer[debias.Prior]
+	contentFree sync.Map
 
 	// Owned by the scheduler goroutine.
 	sched scheduler
@@ -117,6 +124,7 @@ func newEngine(model *llama.Model, opts Options) (*Engine, error) {
 	e.base, e.cancelBase = context.WithCancel(context.Background())
 	e.stopped = make(chan struct{})
 	e.sched.init(e)
+	e.prior.Store(opts.Prior)
 	go e.loop()
 	return e, nil
 }
@@ -170,16 +178,21 @@ type Stats struct {
 // each with its own prompt_sha256, p_yes, yes/no logits and log-probabilities and rank, and
 // Chosen is the option with the highest p_yes.
 type Result struct {
-	ID            json.RawMessage           `json:"id"`
-	PromptVersion string                    `json:"prompt_version"`
-	PromptSHA256  string                    `json:"prompt_sha256,omitempty"`
-	NPromptTokens int                       `json:"n_prompt_tokens"`
-	Chosen        string                    `json:"chosen"`
-	ChosenLetter  string                    `json:"chosen_letter,omitempty"`
-	Options       []contract.OptionScore    `json:"options,omitempty"`
-	Candidates    []contract.CandidateScore `json:"candidates,omitempty"`
-	Label         string                    `json:"label,omitempty"`
-	Correct       *bool                     `json:"correct,omitempty"`
+	ID            json.RawMessage `json:"id"`
+	PromptVersion string          `json:"prompt_version"`
+	PromptSHA256  string          `json:"prompt_sha256,omitempty"`
+	NPromptTokens int             `json:"n_prompt_tokens"`
+	Chosen        string          `json:"chosen"`
+	ChosenLetter  string          `json:"chosen_letter,omitempty"`
+	// Probability is the chosen option's: its probability among the listed options (direct),
+	// or its p_yes (binary); the debiased or calibrated one under a bias-control method.
+	Probability float64                   `json:"probability"`
+	Options     []contract.OptionScore    `json:"options,omitempty"`
+	Candidates  []contract.CandidateScore `json:"candidates,omitempty"`
+	Label       string                    `json:"label,omitempty"`
+	Correct     *bool                     `json:"correct,omitempty"`
+	// Debias is what bias control added (nil without Options.Debias).
+	Debias *Debiased `json:"debias,omitempty"`
 	// Backend is "in-process"; Renderer "go" or "llama"; TemplateDate the clock the template
 	// read (as decide.Decision records them).
 	Backend      string `json:"backend"`
@@ -220,14 +233,11 @@ func (e *Engine) Stats() EngineStats {
 // cancelled ctx returns at once with an error wrapping ctx.Err() (the shared decode is
 // aborted when every request in it is cancelled); a closed Engine gives llama.ErrClosed.
 func (e *Engine) Decide(ctx context.Context, row contract.Row) (*Result, error) {
-	j, err := e.newJob(ctx, row)
+	r, err := e.begin(ctx, row, e.opts.Debias)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.enqueue(ctx, j); err != nil {
-		return nil, err
-	}
-	return e.wait(ctx, j)
+	return e.end(ctx, r)
 }
 
 // Outcome is one row's Result or error, as DecideAll returns them.
@@ -243,7 +253,7 @@ type Outcome struct {
 // was closed.
 func (e *Engine) DecideAll(ctx context.Context, rows []contract.Row) ([]Outcome, error) {
 	out := make([]Outcome, len(rows))
-	jobs := make([]*job, len(rows))
+	reqs := make([]*request, len(rows))
 	for i, row := range rows {
 		if err := ctx.Err(); err != nil {
 			for k := i; k < len(rows); k++ {
@@ -251,20 +261,11 @@ func (e *Engine) DecideAll(ctx context.Context, rows []contract.Row) ([]Outcome,
 			}
 			break
 		}
-		j, err := e.newJob(ctx, row)
-		if err != nil {
-			out[i].Err = err
-			continue
-		}
-		if err := e.enqueue(ctx, j); err != nil {
-			out[i].Err = err
-			continue
-		}
-		jobs[i] = j
+		reqs[i], out[i].Err = e.begin(ctx, row, e.opts.Debias)
 	}
-	for i, j := range jobs {
-		if j != nil {
-			out[i].Result, out[i].Err = e.wait(ctx, j)
+	for i, r := range reqs {
+		if r != nil {
+			out[i].Result, out[i].Err = e.end(ctx, r)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -343,6 +344,7 @@ func (e *Engine) score(j *job) (*Result, error) {
 		scores, chosen := contract.ScoreDirect(p.logits, e.slots, j.row.Options)
 		res.PromptVersion, res.PromptSHA256 = contract.PROMPT_VERSION, p.SHA256
 		res.Chosen, res.ChosenLetter, res.Options = scores[chosen].ID, scores[chosen].Letter, scores
+		res.Probability = scores[chosen].Probability
 	case Binary:
 		res.PromptVersion = contract.BINARY_PROMPT_VERSION
 		res.Candidates = make([]contract.CandidateScore, len(j.prompts))
@@ -352,7 +354,8 @@ func (e *Engine) score(j *job) (*Result, error) {
 				BinaryScore: contract.ScoreBinary(p.logits, e.bslots),
 			}
 		}
-		res.Chosen = res.Candidates[contract.RankCandidates(res.Candidates)].ID
+		chosen := contract.RankCandidates(res.Candidates)
+		res.Chosen, res.Probability = res.Candidates[chosen].ID, res.Candidates[chosen].PYes
 	}
 	if j.row.Label != "" {
 		ok := res.Chosen == j.row.Label

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/debias"
 )
 
 // Contract selects the prompt contract an Engine serves.
@@ -65,6 +66,16 @@ type Options struct {
 	TemplateTime time.Time
 	// NoMmap reads the weights into memory instead of memory-mapping them (use_mmap=false).
 	NoMmap bool
+	// Debias is the bias control every row gets (package debias); the prompts never change:
+	// debias.None (default); debias.PriDe (Direct: one decode per row, debiased with the
+	// letter prior for its option count from Prior or SetPrior, which EstimatePrior
+	// estimates); debias.Cyclic (Direct: every row under all k cyclic permutations of its
+	// options, k decodes sharing their common prefix); debias.Contextual (Binary: each
+	// candidate's p_yes calibrated against content-free evidence, three extra prompts per
+	// question and candidate, cached).
+	Debias debias.Method
+	// Prior is PriDe's letter prior (a prior file, debias.LoadPrior), used under debias.PriDe.
+	Prior *debias.Prior
 }
 
 // resolve fills defaults given the model's training context (0 = unknown).
@@ -73,6 +84,14 @@ func (o Options) resolve(nCtxTrain int) (Options, error) {
 	case Direct, Binary:
 	default:
 		return o, fmt.Errorf("%w: unknown contract %d", ErrOptions, int(o.Contract))
+	}
+	switch {
+	case o.Debias == debias.None:
+	case (o.Debias == debias.PriDe || o.Debias == debias.Cyclic) && o.Contract == Direct:
+	case o.Debias == debias.Contextual && o.Contract == Binary:
+	default:
+		return o, fmt.Errorf("%w: debias method %q does not apply to %s (pride and cyclic: direct; contextual: binary)",
+			ErrOptions, o.Debias, o.Contract)
 	}
 	if o.NCtx < 0 || o.NBatch < 0 || o.NThreads < 0 {
 		return o, fmt.Errorf("%w: negative n_ctx/n_batch/n_threads", ErrOptions)

@@ -1,0 +1,383 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/debias"
+)
+
+// Debiased is what bias control adds to a Result. The raw fields of the Result (each option's
+// logit, logprob and probability from the row's own order) stay as they are; Chosen, Correct
+// and Probability then follow the debiased scores, and RawChosen/RawCorrect keep the raw
+// choice.
+type Debiased struct {
+	// Method is debias.PriDe, debias.Cyclic or debias.Contextual.
+	Method debias.Method `json:"method"`
+	// RawChosen is the option the raw scores choose; RawCorrect compares it with the label.
+	RawChosen  string `json:"raw_chosen"`
+	RawCorrect *bool  `json:"raw_correct,omitempty"`
+	// Scores are the debiased log-probabilities over the options, in row order (direct only);
+	// Probabilities their softmax (direct), or each candidate's calibrated p_yes (binary).
+	Scores        []float64 `json:"scores,omitempty"`
+	Probabilities []float64 `json:"probabilities"`
+	// Prior is the letter prior PriDe divided out, by letter (A first), as estimated or read
+	// from a prior file.
+	Prior []float64 `json:"prior,omitempty"`
+	// PriorSample marks a PriDe row of the estimation sample: it was decided under all k
+	// cyclic permutations, and its scores are their average (as the paper scores its sample).
+	PriorSample bool `json:"prior_sample,omitempty"`
+	// Permutations are the shifted prompts of a cyclic decision (shift 0, the row's own
+	// order, is the Result's own prompt and not repeated here).
+	Permutations []Permutation `json:"permutations,omitempty"`
+	// ContentFree is contextual calibration's mean p_yes per candidate over the content-free
+	// evidence (debias.ContentFreeEvidence), in row order.
+	ContentFree []float64 `json:"content_free_p_yes,omitempty"`
+}
+
+// Permutation is one cyclically shifted prompt of a row: position i (letter LETTERS[i]) showed
+// the row's option (i+Shift) mod k.
+type Permutation struct {
+	Shift         int    `json:"shift"`
+	PromptSHA256  string `json:"prompt_sha256"`
+	NPromptTokens int    `json:"n_prompt_tokens"`
+	// Logprobs are the log-probabilities over the listed options by position (letter), as
+	// this prompt gave them.
+	Logprobs []float64 `json:"logprobs"`
+}
+
+// SetPrior sets the prior PriDe divides out (the Options.Prior of a running Engine), e.g. after
+// EstimatePrior. Safe for concurrent use; rows already decided keep the prior they used.
+func (e *Engine) SetPrior(p *debias.Prior) { e.prior.Store(p) }
+
+// Prior returns the PriDe prior in force (nil when none).
+func (e *Engine) Prior() *debias.Prior { return e.prior.Load() }
+
+// request is one row in flight: its jobs and how their results combine.
+type request struct {
+	row    contract.Row
+	start  time.Time
+	method debias.Method
+	jobs   []*job // direct: one, or k (Cyclic: jobs[s] is shift s); binary: one
+	// Contextual: content-free jobs (one per evidence in debias.ContentFreeEvidence) for the
+	// candidates whose content-free p_yes is not cached yet (cfOpts), in that order.
+	cf     []*job
+	cfOpts []contract.Option
+}
+
+// begin prepares and enqueues a row's prompts under method. Errors are the row's: bad
+// options, render or check failures, debias.ErrNoPrior; or ctx's and llama.ErrClosed.
+func (e *Engine) begin(ctx context.Context, row contract.Row, method debias.Method) (*request, error) {
+	r := &request{row: row, start: time.Now(), method: method}
+	if err := validateRow(row); err != nil {
+		return nil, err
+	}
+	rows := []contract.Row{row}
+	switch method {
+	case debias.Cyclic:
+		for s := 1; s < len(row.Options); s++ {
+			p := row
+			p.Options = debias.Permute(row.Options, s)
+			rows = append(rows, p)
+		}
+	case debias.PriDe:
+		if _, ok := e.prior.Load().For(len(row.Options)); !ok && len(row.Options) > 1 {
+			return nil, fmt.Errorf("%w: %d options (estimate one first: EstimatePrior, or a prior file)", debias.ErrNoPrior, len(row.Options))
+		}
+	}
+	for _, rr := range rows {
+		j, err := e.newJob(ctx, rr)
+		if err != nil {
+			if len(r.jobs) > 0 {
+				err = fmt.Errorf("permutation %d: %w", len(r.jobs), err)
+			}
+			return nil, err
+		}
+		r.jobs = append(r.jobs, j)
+	}
+	if method == debias.Contextual {
+		for _, o := range row.Options {
+			if _, ok := e.contentFree.Load(contentFreeKey(row.Question, o)); !ok {
+				r.cfOpts = append(r.cfOpts, o)
+			}
+		}
+		if len(r.cfOpts) > 0 {
+			for _, ev := range debias.ContentFreeEvidence {
+				j, err := e.newJob(ctx, contract.Row{ID: row.ID, State: ev, Question: row.Question, Options: r.cfOpts})
+				if err != nil {
+					return nil, fmt.Errorf("content-free evidence %q: %w", ev, err)
+				}
+				r.cf = append(r.cf, j)
+			}
+		}
+	}
+	for _, j := range append(r.jobs, r.cf...) {
+		if err := e.enqueue(ctx, j); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// end waits for a request's jobs and combines their results.
+func (e *Engine) end(ctx context.Context, r *request) (*Result, error) {
+	results := make([]*Result, len(r.jobs))
+	for i, j := range r.jobs {
+		res, err := e.wait(ctx, j)
+		if err != nil {
+			if i > 0 {
+				err = fmt.Errorf("permutation %d: %w", i, err)
+			}
+			return nil, err
+		}
+		results[i] = res
+	}
+	res := results[0]
+	switch r.method {
+	case debias.None:
+		return res, nil
+	case debias.Cyclic:
+		return e.combineCyclic(r, results, debias.Cyclic)
+	case debias.PriDe:
+		return e.applyPrior(r, res)
+	case debias.Contextual:
+		cf := make([][]float64, len(r.cf))
+		for i, j := range r.cf {
+			out, err := e.wait(ctx, j)
+			if err != nil {
+				return nil, fmt.Errorf("content-free evidence %q: %w", debias.ContentFreeEvidence[i], err)
+			}
+			for _, c := range out.Candidates {
+				cf[i] = append(cf[i], c.PYes)
+			}
+		}
+		for o, opt := range r.cfOpts {
+			vals := make([]float64, len(cf))
+			for i := range cf {
+				vals[i] = cf[i][o]
+			}
+			e.contentFree.Store(contentFreeKey(r.row.Question, opt), vals)
+		}
+		return e.calibrate(r, res)
+	}
+	return nil, fmt.Errorf("%w: unknown debias method %q", ErrOptions, r.method)
+}
+
+// positionLogprobs are a direct result's log-probabilities over the listed options, by
+// position.
+func positionLogprobs(res *Result) []float64 {
+	lp := make([]float64, len(res.Options))
+	for i, o := range res.Options {
+		lp[i] = o.Logprob
+	}
+	return debias.LogSoftmax(lp)
+}
+
+// finishDebiased sets the chosen option from the debiased scores and keeps the raw choice.
+func finishDebiased(r *request, res *Result, d *Debiased) *Result {
+	d.RawChosen, d.RawCorrect = res.Chosen, res.Correct
+	best := 0
+	for i, p := range d.Probabilities {
+		if p > d.Probabilities[best] {
+			best = i
+		}
+	}
+	out := *res
+	out.Debias = d
+	out.Chosen = r.row.Options[best].ID
+	out.Probability = d.Probabilities[best]
+	if out.Options != nil {
+		out.ChosenLetter = out.Options[best].Letter
+	}
+	out.Correct = nil
+	if r.row.Label != "" {
+		ok := out.Chosen == r.row.Label
+		out.Correct = &ok
+	}
+	out.MS = float64(time.Since(r.start).Microseconds()) / 1000
+	return &out
+}
+
+// combineCyclic averages a row's k cyclic permutations (debias.AverageCyclic).
+func (e *Engine) combineCyclic(r *request, results []*Result, method debias.Method) (*Result, error) {
+	perms := make([][]float64, len(results))
+	d := &Debiased{Method: method}
+	for s, res := range results {
+		perms[s] = positionLogprobs(res)
+		if s > 0 {
+			d.Permutations = append(d.Permutations, Permutation{Shift: s, PromptSHA256: res.PromptSHA256,
+				NPromptTokens: res.NPromptTokens, Logprobs: perms[s]})
+		}
+	}
+	var err error
+	if d.Scores, d.Probabilities, err = debias.AverageCyclic(perms); err != nil {
+		return nil, err
+	}
+	out := finishDebiased(r, results[0], d)
+	for _, res := range results[1:] {
+		out.Stats.PromptTokens += res.Stats.PromptTokens
+		out.Stats.DecodedTokens += res.Stats.DecodedTokens
+	}
+	return out, nil
+}
+
+// applyPrior debiases one decode with the prior for its option count (debias.ApplyPrior).
+func (e *Engine) applyPrior(r *request, res *Result) (*Result, error) {
+	k := len(res.Options)
+	prior, ok := e.prior.Load().For(k)
+	if !ok {
+		if k != 1 {
+			return nil, fmt.Errorf("%w: %d options", debias.ErrNoPrior, k)
+		}
+		prior = []float64{1}
+	}
+	d := &Debiased{Method: debias.PriDe, Prior: prior}
+	var err error
+	if d.Scores, d.Probabilities, err = debias.ApplyPrior(positionLogprobs(res), prior); err != nil {
+		return nil, err
+	}
+	return finishDebiased(r, res, d), nil
+}
+
+// calibrate applies contextual calibration to every candidate's p_yes and ranks by it.
+func (e *Engine) calibrate(r *request, res *Result) (*Result, error) {
+	d := &Debiased{Method: debias.Contextual}
+	for _, c := range res.Candidates {
+		v, ok := e.contentFree.Load(contentFreeKey(r.row.Question, contract.Option{ID: c.ID, Description: descriptionOf(r.row, c.ID)}))
+		if !ok {
+			return nil, fmt.Errorf("engine: no content-free p_yes for candidate %q", c.ID)
+		}
+		cf := v.([]float64)
+		q, _ := debias.Calibrate(c.PYes, cf)
+		mean := 0.0
+		for _, x := range cf {
+			mean += x / float64(len(cf))
+		}
+		d.ContentFree = append(d.ContentFree, mean)
+		d.Probabilities = append(d.Probabilities, q)
+	}
+	return finishDebiased(r, res, d), nil
+}
+
+func descriptionOf(row contract.Row, id string) string {
+	for _, o := range row.Options {
+		if o.ID == id {
+			return o.Description
+		}
+	}
+	return ""
+}
+
+func contentFreeKey(question string, o contract.Option) string {
+	return question + "\x00" + o.ID + "\x00" + o.Description
+}
+
+// EstimatePrior estimates PriDe's letter prior from rows without labels: each row is decided
+// under all k cyclic permutations of its options (k decodes, sharing their common prefix),
+// its prior is debias.EstimateRowPrior of the k readouts, and the priors of rows with the same
+// option count are averaged (debias.AveragePriors). Rows with one option add nothing. It
+// returns the prior (PromptVersion set; Model left for the caller to fill) and one Outcome per
+// row, in order: the row's decision from its permutations' average (Debias.Method PriDe,
+// PriorSample true), as the paper decides its estimation sample. A row that fails is its
+// Outcome's error and is left out of the estimate. The Engine must serve the Direct contract.
+// It does not set the prior: call SetPrior.
+func (e *Engine) EstimatePrior(ctx context.Context, rows []contract.Row) (*debias.Prior, []Outcome, error) {
+	if e.opts.Contract != Direct {
+		return nil, nil, fmt.Errorf("%w: PriDe needs the direct contract", ErrOptions)
+	}
+	out := make([]Outcome, len(rows))
+	reqs := make([]*request, len(rows))
+	for i, row := range rows {
+		if err := ctx.Err(); err != nil {
+			return nil, out, fmt.Errorf("engine: %w", err)
+		}
+		reqs[i], out[i].Err = e.begin(ctx, row, debias.Cyclic)
+	}
+	rowPriors := map[int][][]float64{}
+	for i, r := range reqs {
+		if r == nil {
+			continue
+		}
+		results := make([]*Result, len(r.jobs))
+		for s, j := range r.jobs {
+			res, err := e.wait(ctx, j)
+			if err != nil {
+				out[i].Err = err
+				break
+			}
+			results[s] = res
+		}
+		if out[i].Err != nil {
+			continue
+		}
+		res, err := e.combineCyclic(r, results, debias.PriDe)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		res.Debias.PriorSample = true
+		out[i].Result = res
+		k := len(r.row.Options)
+		if k < 2 {
+			continue
+		}
+		perms := [][]float64{positionLogprobs(results[0])}
+		for _, p := range res.Debias.Permutations {
+			perms = append(perms, p.Logprobs)
+		}
+		prior, err := debias.EstimateRowPrior(perms)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		rowPriors[k] = append(rowPriors[k], prior)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, out, fmt.Errorf("engine: %w", err)
+	}
+	p := &debias.Prior{Method: debias.PriDe, Reference: debias.Reference, PromptVersion: contract.PROMPT_VERSION,
+		ByOptions: map[int]debias.LetterPrior{}}
+	for k, priors := range rowPriors {
+		avg, err := debias.AveragePriors(priors)
+		if err != nil {
+			return nil, out, err
+		}
+		p.ByOptions[k] = debias.LetterPrior{Letters: debias.Letters(k), Prior: avg, SampleRows: len(priors)}
+	}
+	if len(p.ByOptions) == 0 {
+		return nil, out, errors.New("engine: no row of the sample could be decided under its permutations")
+	}
+	for i := range out {
+		if out[i].Result != nil {
+			if prior, ok := p.For(len(rows[i].Options)); ok {
+				out[i].Result.Debias.Prior = prior
+			}
+		}
+	}
+	return p, out, nil
+}
+
+// validateRow checks what ParseRow checks for rows built in Go: 1..16 options, unique
+// non-empty ids, a label among them.
+func validateRow(row contract.Row) error {
+	if err := contract.CheckOptionCount(len(row.Options)); err != nil {
+		return fmt.Errorf("%w: %w", contract.ErrRow, err)
+	}
+	seen := make(map[string]bool, len(row.Options))
+	for i, o := range row.Options {
+		if o.ID == "" {
+			return fmt.Errorf("%w: option %d has an empty id", contract.ErrRow, i)
+		}
+		if seen[o.ID] {
+			return fmt.Errorf("%w: duplicate option id %q", contract.ErrRow, o.ID)
+		}
+		seen[o.ID] = true
+	}
+	if row.Label != "" && !seen[row.Label] {
+		return fmt.Errorf("%w: \"label\" %q is not one of the option ids", contract.ErrRow, row.Label)
+	}
+	return nil
+}
