@@ -1,0 +1,351 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"strings"
+	"time"
+)
+
+// RunReport is one run's section of a report.
+type RunReport struct {
+	Name     string   `json:"name"`
+	Variant  string   `json:"variant,omitempty"`
+	Path     string   `json:"path"`
+	Model    string   `json:"model,omitempty"`
+	ModelSHA string   `json:"model_sha256,omitempty"`
+	File     string   `json:"model_file,omitempty"`
+	Contract string   `json:"prompt_version,omitempty"`
+	Method   string   `json:"debias,omitempty"`
+	Args     []string `json:"args,omitempty"`
+	Jev      string   `json:"jev,omitempty"`
+	LlamaCpp string   `json:"llama_cpp,omitempty"`
+	NThreads int      `json:"n_threads,omitempty"`
+	Metrics
+	// Paired compares the run with the report's first run (nil for the first).
+	Paired *Paired `json:"paired,omitempty"`
+}
+
+// Report is a report on one or more runs, side by side.
+type Report struct {
+	Generated time.Time   `json:"generated"`
+	Runs      []RunReport `json:"runs"`
+}
+
+// Build computes every run's metrics and pairs each with the first run.
+func Build(runs []*Run) *Report {
+	rep := &Report{Generated: time.Now().UTC()}
+	for i, r := range runs {
+		rr := RunReport{Name: r.Name, Variant: r.Variant, Path: r.Path, Metrics: Compute(r)}
+		if m := r.Meta; m != nil {
+			rr.Contract, rr.Args, rr.Jev, rr.LlamaCpp, rr.NThreads = m.PromptVersion, m.Args, m.Jev, m.LlamaCpp, m.NThreads
+			rr.Method = m.Debias
+			if r.Variant == "raw" {
+				rr.Method = ""
+			}
+			if m.Model != nil {
+				rr.Model, rr.File, rr.ModelSHA = m.Model.Name, m.Model.File, m.Model.SHA256
+			}
+			if r.Variant == "raw" {
+				rr.DecisionsPerS = nil // the run's time includes the bias control
+			}
+		}
+		if i > 0 {
+			p := ComparePaired(runs[0], r)
+			rr.Paired = &p
+		}
+		rep.Runs = append(rep.Runs, rr)
+	}
+	return rep
+}
+
+// WriteJSON writes the report as indented JSON.
+func (rep *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// WriteText writes the comparison table a person reads in a terminal.
+func (rep *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-28s %6s %18s %8s %6s %10s %9s %9s %8s\n", "run", "rows", "accuracy (95% CI)", "macro-F1", "ECE", "top letter", "p50 ms", "p95 ms", "dec/s")
+	for _, r := range rep.Runs {
+		acc := "n/a"
+		if r.Labelled > 0 {
+			acc = fmt.Sprintf("%.1f%% [%.1f, %.1f]", 100*r.Accuracy, 100*r.AccuracyCI.Low, 100*r.AccuracyCI.High)
+		}
+		top := "n/a"
+		if r.TopLetter != "" {
+			top = fmt.Sprintf("%s %.0f%%", r.TopLetter, 100*r.TopLetterShare)
+		}
+		dps := "n/a"
+		if r.DecisionsPerS != nil {
+			dps = fmt.Sprintf("%.3f", *r.DecisionsPerS)
+		}
+		fmt.Fprintf(&b, "%-28s %6d %18s %8.3f %6.3f %10s %9.0f %9.0f %8s\n", truncate(r.Name, 28), r.Rows, acc, r.MacroF1, r.ECE, top, r.LatencyP50MS, r.LatencyP95MS, dps)
+	}
+	for _, r := range rep.Runs {
+		if r.Paired != nil && r.Paired.Rows > 0 {
+			fmt.Fprintf(&b, "%s vs %s: %d rows, %d right only here, %d right only there (McNemar exact p = %.3g)\n",
+				r.Name, r.Paired.Against, r.Paired.Rows, r.Paired.Gained, r.Paired.Lost, r.Paired.PValue)
+		}
+	}
+	for _, r := range rep.Runs {
+		if r.Model != "" || r.File != "" {
+			fmt.Fprintf(&b, "%s: model %s (%s, sha256 %.16s…), %s", r.Name, r.Model, r.File, r.ModelSHA, r.Contract)
+			if r.Method != "" {
+				fmt.Fprintf(&b, ", %s", r.Method)
+			}
+			b.WriteString("\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func truncate(s string, n int) string {
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+// palette colours the runs (Okabe–Ito, readable by colour-blind readers).
+var palette = []string{"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"}
+
+func colour(i int) string { return palette[i%len(palette)] }
+
+// svgAccuracy draws each run's accuracy as a bar with its 95 % interval.
+func svgAccuracy(runs []RunReport) template.HTML {
+	const w, h, left, bottom, top = 640, 260, 48, 70, 16
+	n := len(runs)
+	bw := float64(w-left-20) / float64(max(n, 1))
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="accuracy by run">`, w, h)
+	plotH := float64(h - bottom - top)
+	y := func(v float64) float64 { return float64(top) + plotH*(1-v) }
+	for t := 0; t <= 10; t += 2 {
+		v := float64(t) / 10
+		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%d" y="%.1f" font-size="11" text-anchor="end" dy="4">%d%%</text>`,
+			left, w-10, y(v), y(v), left-6, y(v), t*10)
+	}
+	for i, r := range runs {
+		x := float64(left) + bw*float64(i) + bw*0.2
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s: %.1f%%</title></rect>`,
+			x, y(r.Accuracy), bw*0.6, plotH*r.Accuracy, colour(i), template.HTMLEscapeString(r.Name), 100*r.Accuracy)
+		cx := x + bw*0.3
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#333" stroke-width="1.5"/>`, cx, cx, y(r.AccuracyCI.Low), y(r.AccuracyCI.High))
+		for _, v := range []float64{r.AccuracyCI.Low, r.AccuracyCI.High} {
+			fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#333" stroke-width="1.5"/>`, cx-6, cx+6, y(v), y(v))
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="12" text-anchor="middle" font-weight="bold">%.1f%%</text>`, cx, y(r.AccuracyCI.High)-6, 100*r.Accuracy)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="11" text-anchor="middle">%s</text>`, cx, h-bottom+16, template.HTMLEscapeString(truncate(r.Name, int(bw/6.5))))
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+// svgLetters draws chosen letters against gold letters for one run.
+func svgLetters(r RunReport, c string) template.HTML {
+	letters := usedLetters(r)
+	if len(letters) == 0 {
+		return template.HTML(`<p class="muted">No answer letters (binary contract).</p>`)
+	}
+	const w, h, left, bottom, top = 320, 200, 34, 36, 10
+	maxN := 1
+	for _, l := range letters {
+		maxN = max(maxN, r.Letters[l], r.GoldLetters[l])
+	}
+	plotH := float64(h - bottom - top)
+	gw := float64(w-left-8) / float64(len(letters))
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="chosen and gold letters">`, w, h)
+	for _, frac := range []float64{0, 0.5, 1} {
+		yy := float64(top) + plotH*(1-frac)
+		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%d" y="%.1f" font-size="10" text-anchor="end" dy="3">%.0f</text>`,
+			left, w-8, yy, yy, left-4, yy, frac*float64(maxN))
+	}
+	for i, l := range letters {
+		x := float64(left) + gw*float64(i)
+		for s, v := range []int{r.Letters[l], r.GoldLetters[l]} {
+			fill := c
+			if s == 1 {
+				fill = "#bbb"
+			}
+			bh := plotH * float64(v) / float64(maxN)
+			what := "chosen"
+			if s == 1 {
+				what = "gold"
+			}
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: %d</title></rect>`,
+				x+gw*0.1+gw*0.4*float64(s), float64(top)+plotH-bh, gw*0.38, bh, fill, l, what, v)
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="11" text-anchor="middle">%s</text>`, x+gw/2, h-bottom+14, l)
+	}
+	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d" font-size="11">chosen</text>`, left, h-14, c, left+14, h-5)
+	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="10" fill="#bbb"/><text x="%d" y="%d" font-size="11">gold</text>`, left+70, h-14, left+84, h-5)
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+func usedLetters(r RunReport) []string {
+	last := -1
+	for i, l := range "ABCDEFGHIJKLMNOP" {
+		if r.Letters[string(l)] > 0 || r.GoldLetters[string(l)] > 0 {
+			last = i
+		}
+	}
+	var out []string
+	for i := 0; i <= last; i++ {
+		out = append(out, "ABCDEFGHIJKLMNOP"[i:i+1])
+	}
+	return out
+}
+
+// svgReliability draws a reliability diagram: accuracy against mean probability per bin, the
+// diagonal for perfect calibration, and bin counts.
+func svgReliability(r RunReport, c string) template.HTML {
+	const size, pad = 220, 34
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="reliability diagram">`, size+pad+10, size+pad+10)
+	x := func(v float64) float64 { return pad + v*size }
+	y := func(v float64) float64 { return 10 + (1-v)*size }
+	fmt.Fprintf(&b, `<rect x="%d" y="10" width="%d" height="%d" fill="none" stroke="#999"/>`, pad, size, size)
+	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#999" stroke-dasharray="4 3"/>`, x(0), y(0), x(1), y(1))
+	maxCount := 1
+	for _, bin := range r.Reliability {
+		maxCount = max(maxCount, bin.Count)
+	}
+	for _, bin := range r.Reliability {
+		if bin.Count == 0 {
+			continue
+		}
+		bw := size / float64(len(r.Reliability))
+		// Bar: the bin's accuracy; its opacity grows with the bin's share of the rows.
+		op := 0.35 + 0.65*float64(bin.Count)/float64(maxCount)
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="%.2f"><title>[%.1f, %.1f): %d rows, accuracy %.2f, mean p %.2f</title></rect>`,
+			x(bin.Low)+1, y(bin.Accuracy), bw-2, size*bin.Accuracy, c, op, bin.Low, bin.High, bin.Count, bin.Accuracy, bin.Confidence)
+		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="#333"/>`, x(bin.Confidence), y(bin.Accuracy))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="9" text-anchor="middle">%d</text>`, x(bin.Low)+bw/2, y(0)-3, bin.Count)
+	}
+	for _, t := range []float64{0, 0.5, 1} {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="10" text-anchor="middle">%.1f</text>`, x(t), size+24, t)
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" font-size="10" text-anchor="end" dy="3">%.1f</text>`, pad-4, y(t), t)
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="10" text-anchor="middle">probability of the choice</text>`, x(0.5), size+40)
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+// svgConfusion draws the confusion matrix as a heat map (rows gold, columns chosen).
+func svgConfusion(r RunReport) template.HTML {
+	n := len(r.Labels)
+	if n == 0 {
+		return ""
+	}
+	cell := max(6, min(28, 640/n))
+	const left, top = 8, 8
+	size := cell * n
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="confusion matrix">`, size+left+10, size+top+10)
+	maxV := 1
+	for i := range r.Confusion {
+		for j := range r.Confusion[i] {
+			maxV = max(maxV, r.Confusion[i][j])
+		}
+	}
+	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="#fafafa" stroke="#ccc"/>`, left, top, size, size)
+	for i := range r.Confusion {
+		for j, v := range r.Confusion[i] {
+			if v == 0 {
+				continue
+			}
+			fill := "#0072B2"
+			if i != j {
+				fill = "#D55E00"
+			}
+			op := 0.15 + 0.85*math.Sqrt(float64(v)/float64(maxV))
+			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s" fill-opacity="%.2f"><title>gold %s, chosen %s: %d</title></rect>`,
+				left+j*cell, top+i*cell, cell, cell, fill, op, template.HTMLEscapeString(r.Labels[i].Label), template.HTMLEscapeString(r.Labels[j].Label), v)
+		}
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
+var page = template.Must(template.New("report").Funcs(template.FuncMap{
+	"pct": func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) },
+	"f3":  func(v float64) string { return fmt.Sprintf("%.3f", v) },
+	"secs": func(ms float64) string {
+		if ms >= 10000 {
+			return fmt.Sprintf("%.0f s", ms/1000)
+		}
+		return fmt.Sprintf("%.2f s", ms/1000)
+	},
+	"colour":      colour,
+	"accuracy":    svgAccuracy,
+	"letters":     svgLetters,
+	"reliability": svgReliability,
+	"confusion":   svgConfusion,
+	"dps": func(v *float64) string {
+		if v == nil {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.3f", *v)
+	},
+	"pval": func(v float64) string { return fmt.Sprintf("%.3g", v) },
+	"join": strings.Join,
+	"short": func(s string) string {
+		if len(s) > 16 {
+			return s[:16] + "…"
+		}
+		return s
+	},
+}).Parse(pageTemplate))
+
+// WriteHTML writes the report as one self-contained HTML page (inline CSS and SVG, no
+// scripts, nothing fetched).
+func (rep *Report) WriteHTML(w io.Writer) error { return page.Execute(w, rep) }
+
+const pageTemplate = `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>gojev evaluation report</title>
+<style>
+body{font:13px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1180px;color:#222;padding:0 16px}
+h1{font-size:22px;margin-bottom:4px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #e3e3e3;padding-bottom:4px}
+table{border-collapse:collapse;margin:8px 0}th,td{padding:4px 10px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
+th{background:#f6f6f6;font-weight:600}td.l,th.l{text-align:left}.muted{color:#777}.swatch{display:inline-block;width:10px;height:10px;margin-right:6px;border-radius:2px}
+.grid{display:flex;flex-wrap:wrap;gap:18px}.card{border:1px solid #e6e6e6;border-radius:6px;padding:10px 12px}.card h3{font-size:14px;margin:0 0 6px}
+details{margin:6px 0}summary{cursor:pointer;color:#0b5394}code{font-size:12px;background:#f4f4f4;padding:1px 4px;border-radius:3px}
+</style></head><body>
+<h1>gojev evaluation report</h1>
+<p class="muted">{{len .Runs}} run(s), generated {{.Generated.Format "2006-01-02 15:04 UTC"}} by <code>jev report</code>.</p>
+<h2>Summary</h2>
+<table><tr><th class="l">run</th><th class="l">model</th><th class="l">contract</th><th class="l">bias control</th><th>rows (errors)</th><th>accuracy (95% CI)</th><th>macro-F1</th><th>ECE</th><th>top letter</th><th>latency p50 / p95</th><th>decisions/s</th><th class="l">vs first run</th></tr>
+{{range $i, $r := .Runs}}<tr><td class="l"><span class="swatch" style="background:{{colour $i}}"></span>{{$r.Name}}</td><td class="l">{{if $r.Model}}{{$r.Model}}{{else}}<span class="muted">not recorded</span>{{end}}</td><td class="l">{{$r.Contract}}</td><td class="l">{{if $r.Method}}{{$r.Method}}{{else}}none{{end}}</td>
+<td>{{$r.Rows}} ({{$r.Errors}})</td><td><b>{{pct $r.Accuracy}}</b> <span class="muted">({{pct $r.AccuracyCI.Low}}–{{pct $r.AccuracyCI.High}})</span></td><td>{{f3 $r.MacroF1}}</td><td>{{f3 $r.ECE}}</td>
+<td>{{if $r.TopLetter}}{{$r.TopLetter}} {{pct $r.TopLetterShare}}{{else}}n/a{{end}}</td><td>{{secs $r.LatencyP50MS}} / {{secs $r.LatencyP95MS}}</td><td>{{dps $r.DecisionsPerS}}</td>
+<td class="l">{{with $r.Paired}}+{{.Gained}} / −{{.Lost}} (p={{pval .PValue}}){{else}}—{{end}}</td></tr>
+{{end}}</table>
+<p class="muted">Accuracy over labelled rows, with the Wilson 95% interval. Latency: from a row's request to its result, queueing behind the rows decided at once (--window) included. ECE: expected calibration error of the chosen option's probability, 10 equal-width bins. Top letter: the answer letter chosen most often and its share (position bias at a glance). vs first run: labelled rows this run gets right and the first does not (+), the reverse (−), McNemar's exact p. A file decided with bias control gives two runs: its debiased choices and its raw ones "(raw)", from the same decodes.</p>
+{{accuracy .Runs}}
+<h2>Chosen letters against gold letters</h2>
+<p class="muted">A model without position bias chooses letters as often as they are right (grey).</p>
+<div class="grid">{{range $i, $r := .Runs}}<div class="card"><h3><span class="swatch" style="background:{{colour $i}}"></span>{{$r.Name}}</h3>{{letters $r (colour $i)}}</div>{{end}}</div>
+<h2>Calibration</h2>
+<p class="muted">Bars: accuracy of the decisions whose probability fell in each bin (numbers: rows); dots: their mean probability; dashed: perfect calibration.</p>
+<div class="grid">{{range $i, $r := .Runs}}<div class="card"><h3><span class="swatch" style="background:{{colour $i}}"></span>{{$r.Name}} — ECE {{f3 $r.ECE}}</h3>{{reliability $r (colour $i)}}</div>{{end}}</div>
+<h2>Confusion and per-label figures</h2>
+{{range $i, $r := .Runs}}<details{{if eq $i 0}} open{{end}}><summary>{{$r.Name}}: {{len $r.Labels}} labels, macro-F1 {{f3 $r.MacroF1}}</summary>
+<div class="grid"><div class="card"><h3>Confusion matrix (rows: gold, columns: chosen, in label order)</h3>{{confusion $r}}</div>
+<div class="card"><h3>Per label</h3><table><tr><th class="l">label</th><th>precision</th><th>recall</th><th>F1</th><th>support</th><th>chosen</th></tr>
+{{range $r.Labels}}<tr><td class="l">{{.Label}}</td><td>{{f3 .Precision}}</td><td>{{f3 .Recall}}</td><td>{{f3 .F1}}</td><td>{{.Support}}</td><td>{{.Predicted}}</td></tr>{{end}}</table></div></div></details>
+{{end}}
+<h2>Runs</h2>
+<table><tr><th class="l">run</th><th class="l">results file</th><th class="l">model file</th><th class="l">sha256</th><th class="l">jev</th><th class="l">llama.cpp</th><th>threads</th><th class="l">flags</th></tr>
+{{range .Runs}}<tr><td class="l">{{.Name}}</td><td class="l"><code>{{.Path}}</code></td><td class="l">{{.File}}</td><td class="l"><code title="{{.ModelSHA}}">{{short .ModelSHA}}</code></td><td class="l">{{.Jev}}</td><td class="l">{{.LlamaCpp}}</td><td>{{.NThreads}}</td><td class="l"><code>{{join .Args " "}}</code></td></tr>{{end}}</table>
+</body></html>
+`

@@ -1,0 +1,478 @@
+// Package report turns jev decide's results files into an evaluation report: accuracy with a
+// 95 % interval, macro-F1, per-label precision and recall, the confusion matrix, chosen letters
+// against gold letters, expected calibration error with its reliability diagram, latency and
+// throughput, and the run's model, contract and flags; as JSON, text and a self-contained HTML
+// page, for one run or several side by side.
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Record is the part of one jev decide output line a report reads: a decision (either
+// contract, with or without bias control) or an error record.
+type Record struct {
+	ID            json.RawMessage `json:"id"`
+	Line          int             `json:"line"`
+	Error         string          `json:"error"`
+	PromptVersion string          `json:"prompt_version"`
+	Chosen        string          `json:"chosen"`
+	ChosenLetter  string          `json:"chosen_letter"`
+	Probability   *float64        `json:"probability"`
+	Label         string          `json:"label"`
+	MS            float64         `json:"ms"`
+	Options       []struct {
+		ID          string  `json:"id"`
+		Letter      string  `json:"letter"`
+		Probability float64 `json:"probability"`
+	} `json:"options"`
+	Candidates []struct {
+		ID   string  `json:"id"`
+		PYes float64 `json:"p_yes"`
+	} `json:"candidates"`
+	Debias *struct {
+		Method    string `json:"method"`
+		RawChosen string `json:"raw_chosen"`
+	} `json:"debias"`
+}
+
+// Meta is what a run file (<results>.run.json, written by jev decide) tells about the run.
+type Meta struct {
+	Jev           string   `json:"jev"`
+	LlamaCpp      string   `json:"llama_cpp"`
+	Args          []string `json:"args"`
+	Input         string   `json:"input"`
+	Backend       string   `json:"backend"`
+	PromptVersion string   `json:"prompt_version"`
+	Debias        string   `json:"debias"`
+	NThreads      int      `json:"n_threads"`
+	Model         *struct {
+		File   string `json:"file"`
+		Name   string `json:"name"`
+		SHA256 string `json:"sha256"`
+	} `json:"model"`
+	Prior *struct {
+		Priors map[string]struct {
+			Letters string    `json:"letters"`
+			Prior   []float64 `json:"prior"`
+		} `json:"priors"`
+	} `json:"prior"`
+	Finished      bool    `json:"finished"`
+	ElapsedS      float64 `json:"elapsed_s"`
+	Decided       int     `json:"decided"`
+	DecisionsPerS float64 `json:"decisions_per_s"`
+}
+
+// Decision is one decided row as a run scores it.
+type Decision struct {
+	Key         string  // id and line: pairs the same row across runs
+	Chosen      string  // the option chosen
+	Label       string  // the gold option ("" unlabelled)
+	Letter      string  // the chosen option's letter in the row's own order
+	GoldLetter  string  // the label's letter
+	Probability float64 // the probability the run gave its choice
+	MS          float64
+}
+
+// Run is one column of a report: the decisions of one results file, raw or debiased.
+type Run struct {
+	Name      string
+	Variant   string // "" or "raw": the raw choices of a file decided with bias control
+	Path      string
+	Meta      *Meta
+	Rows      int
+	Errors    int
+	Decisions []Decision
+}
+
+// ErrNotResults: a file is not jev decide output.
+var ErrNotResults = errors.New("report: not a jev decide results file")
+
+// Load reads a results file and its run file (when present) into one Run, or two when the
+// file was decided with bias control: the debiased choices, then the raw ones (name + " (raw)").
+func Load(path, name string) ([]*Run, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(path), ".jsonl")
+	}
+	main := &Run{Name: name, Path: path}
+	raw := &Run{Name: name + " (raw)", Variant: "raw", Path: path}
+	if m, err := loadMeta(path + ".run.json"); err == nil {
+		main.Meta, raw.Meta = m, m
+	}
+	debiased := false
+	br := bufio.NewReaderSize(f, 1<<20)
+	for n := 1; ; n++ {
+		line, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			var r Record
+			if jerr := json.Unmarshal(line, &r); jerr != nil || (r.Error == "" && r.PromptVersion == "") {
+				return nil, fmt.Errorf("%w: %s line %d", ErrNotResults, path, n)
+			}
+			main.Rows++
+			raw.Rows++
+			if r.Error != "" {
+				main.Errors++
+				raw.Errors++
+			} else {
+				key := string(r.ID) + "#" + fmt.Sprint(r.Line)
+				main.Decisions = append(main.Decisions, decision(r, key, r.Chosen))
+				if r.Debias != nil {
+					debiased = true
+					rd := decision(r, key, r.Debias.RawChosen)
+					rd.Probability = optionProbability(r, r.Debias.RawChosen)
+					raw.Decisions = append(raw.Decisions, rd)
+				}
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if debiased {
+		if len(raw.Decisions) != len(main.Decisions) {
+			return nil, fmt.Errorf("%w: %s mixes records with and without bias control", ErrNotResults, path)
+		}
+		return []*Run{main, raw}, nil
+	}
+	return []*Run{main}, nil
+}
+
+func loadMeta(path string) (*Meta, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var m Meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// decision reads one record's decision with chosen as its choice.
+func decision(r Record, key, chosen string) Decision {
+	d := Decision{Key: key, Chosen: chosen, Label: r.Label, MS: r.MS}
+	for _, o := range r.Options {
+		if o.ID == chosen {
+			d.Letter = o.Letter
+		}
+		if o.ID == r.Label {
+			d.GoldLetter = o.Letter
+		}
+	}
+	if r.Probability != nil {
+		d.Probability = *r.Probability
+	} else {
+		d.Probability = optionProbability(r, chosen)
+	}
+	return d
+}
+
+// optionProbability is the raw probability of option id: its probability among the listed
+// options (direct) or its p_yes (binary).
+func optionProbability(r Record, id string) float64 {
+	for _, o := range r.Options {
+		if o.ID == id {
+			return o.Probability
+		}
+	}
+	for _, c := range r.Candidates {
+		if c.ID == id {
+			return c.PYes
+		}
+	}
+	return math.NaN()
+}
+
+// Interval is a proportion's 95 % confidence interval.
+type Interval struct {
+	Low  float64 `json:"low"`
+	High float64 `json:"high"`
+}
+
+// Wilson returns the Wilson score interval for k successes in n trials at 95 % (z = 1.96):
+// (p + z²/2n ± z·√(p(1−p)/n + z²/4n²)) / (1 + z²/n). It stays inside [0, 1] and is sound for
+// small n and for p near 0 or 1, unlike p ± z·√(p(1−p)/n).
+func Wilson(k, n int) Interval {
+	if n == 0 {
+		return Interval{0, 1}
+	}
+	const z = 1.959963984540054
+	p, nf := float64(k)/float64(n), float64(n)
+	den := 1 + z*z/nf
+	center := (p + z*z/(2*nf)) / den
+	half := z * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf)) / den
+	return Interval{max(0, center-half), min(1, center+half)}
+}
+
+// LabelStats are one label's precision, recall and F1 (sklearn's definitions; 0 where the
+// denominator is 0) and support (rows with that gold label).
+type LabelStats struct {
+	Label     string  `json:"label"`
+	Precision float64 `json:"precision"`
+	Recall    float64 `json:"recall"`
+	F1        float64 `json:"f1"`
+	Support   int     `json:"support"`
+	Predicted int     `json:"predicted"`
+}
+
+// Bin is one bin of a reliability diagram: decisions whose probability fell in [Low, High).
+type Bin struct {
+	Low        float64 `json:"low"`
+	High       float64 `json:"high"`
+	Count      int     `json:"count"`
+	Confidence float64 `json:"confidence"` // mean probability
+	Accuracy   float64 `json:"accuracy"`
+}
+
+// Metrics are one run's figures over its labelled decisions (latency over all decisions).
+type Metrics struct {
+	Rows        int      `json:"rows"`
+	Decided     int      `json:"decided"`
+	Errors      int      `json:"errors"`
+	Labelled    int      `json:"labelled"`
+	Correct     int      `json:"correct"`
+	Accuracy    float64  `json:"accuracy"`
+	AccuracyCI  Interval `json:"accuracy_ci95"`
+	MacroF1     float64  `json:"macro_f1"`
+	ECE         float64  `json:"ece"`
+	Reliability []Bin    `json:"reliability"`
+	// Labels holds per-label figures, sorted by label; Confusion[i][j] counts rows with gold
+	// Labels[i] decided as Labels[j].
+	Labels    []LabelStats `json:"labels"`
+	Confusion [][]int      `json:"confusion"`
+	// Letters counts chosen letters and GoldLetters the labels' letters (direct contract).
+	Letters     map[string]int `json:"chosen_letters"`
+	GoldLetters map[string]int `json:"gold_letters"`
+	// TopLetter is the most chosen letter and TopLetterShare its share of the choices.
+	TopLetter      string   `json:"top_letter"`
+	TopLetterShare float64  `json:"top_letter_share"`
+	LatencyP50MS   float64  `json:"latency_p50_ms"`
+	LatencyP95MS   float64  `json:"latency_p95_ms"`
+	DecisionsPerS  *float64 `json:"decisions_per_s"`
+}
+
+// ECEBins is the number of equal-width confidence bins of the reliability diagram (Guo et
+// al., "On Calibration of Modern Neural Networks", ICML 2017, use 15; 10 is the common choice
+// for a few hundred rows).
+const ECEBins = 10
+
+// Compute returns a run's metrics.
+func Compute(r *Run) Metrics {
+	m := Metrics{Rows: r.Rows, Errors: r.Errors, Decided: len(r.Decisions), Letters: map[string]int{}, GoldLetters: map[string]int{}}
+	var lat []float64
+	labels := map[string]bool{}
+	for _, d := range r.Decisions {
+		lat = append(lat, d.MS)
+		if d.Letter != "" {
+			m.Letters[d.Letter]++
+		}
+		if d.Label == "" {
+			continue
+		}
+		m.Labelled++
+		if d.Chosen == d.Label {
+			m.Correct++
+		}
+		if d.GoldLetter != "" {
+			m.GoldLetters[d.GoldLetter]++
+		}
+		labels[d.Label], labels[d.Chosen] = true, true
+	}
+	if m.Labelled > 0 {
+		m.Accuracy = float64(m.Correct) / float64(m.Labelled)
+	}
+	m.AccuracyCI = Wilson(m.Correct, m.Labelled)
+	m.Labels, m.Confusion, m.MacroF1 = perLabel(r.Decisions, labels)
+	m.Reliability, m.ECE = reliability(r.Decisions)
+	total := 0
+	for l, n := range m.Letters {
+		total += n
+		if n > m.Letters[m.TopLetter] || (n == m.Letters[m.TopLetter] && l < m.TopLetter) {
+			m.TopLetter = l
+		}
+	}
+	if total > 0 {
+		m.TopLetterShare = float64(m.Letters[m.TopLetter]) / float64(total)
+	}
+	m.LatencyP50MS, m.LatencyP95MS = Percentile(lat, 50), Percentile(lat, 95)
+	if r.Meta != nil && r.Meta.ElapsedS > 0 {
+		v := float64(r.Meta.Decided) / r.Meta.ElapsedS
+		m.DecisionsPerS = &v
+	}
+	return m
+}
+
+// perLabel computes per-label figures, the confusion matrix and macro-F1 (the unweighted mean
+// F1 over every label that is a gold label or a prediction of a labelled row, as
+// sklearn.metrics.f1_score(average="macro") does).
+func perLabel(ds []Decision, set map[string]bool) ([]LabelStats, [][]int, float64) {
+	labels := make([]string, 0, len(set))
+	for l := range set {
+		labels = append(labels, l)
+	}
+	sort.Strings(labels)
+	index := make(map[string]int, len(labels))
+	for i, l := range labels {
+		index[l] = i
+	}
+	conf := make([][]int, len(labels))
+	for i := range conf {
+		conf[i] = make([]int, len(labels))
+	}
+	for _, d := range ds {
+		if d.Label != "" {
+			conf[index[d.Label]][index[d.Chosen]]++
+		}
+	}
+	stats := make([]LabelStats, len(labels))
+	macro := 0.0
+	for i, l := range labels {
+		tp, support, predicted := conf[i][i], 0, 0
+		for j := range labels {
+			support += conf[i][j]
+			predicted += conf[j][i]
+		}
+		s := LabelStats{Label: l, Support: support, Predicted: predicted}
+		if predicted > 0 {
+			s.Precision = float64(tp) / float64(predicted)
+		}
+		if support > 0 {
+			s.Recall = float64(tp) / float64(support)
+		}
+		if s.Precision+s.Recall > 0 {
+			s.F1 = 2 * s.Precision * s.Recall / (s.Precision + s.Recall)
+		}
+		stats[i] = s
+		macro += s.F1
+	}
+	if len(labels) > 0 {
+		macro /= float64(len(labels))
+	}
+	return stats, conf, macro
+}
+
+// reliability bins the labelled decisions by their probability into ECEBins equal-width bins
+// and returns the bins and the expected calibration error Σ_b (n_b/N)·|acc_b − conf_b| (Naeini
+// et al., AAAI 2015; Guo et al., ICML 2017). A probability of exactly 1 falls in the last bin.
+func reliability(ds []Decision) ([]Bin, float64) {
+	bins := make([]Bin, ECEBins)
+	for i := range bins {
+		bins[i].Low, bins[i].High = float64(i)/ECEBins, float64(i+1)/ECEBins
+	}
+	n := 0
+	for _, d := range ds {
+		if d.Label == "" || math.IsNaN(d.Probability) {
+			continue
+		}
+		b := min(int(d.Probability*ECEBins), ECEBins-1)
+		bins[b].Count++
+		bins[b].Confidence += d.Probability
+		if d.Chosen == d.Label {
+			bins[b].Accuracy++
+		}
+		n++
+	}
+	ece := 0.0
+	for i := range bins {
+		if c := bins[i].Count; c > 0 {
+			bins[i].Confidence /= float64(c)
+			bins[i].Accuracy /= float64(c)
+			ece += float64(c) / float64(n) * math.Abs(bins[i].Accuracy-bins[i].Confidence)
+		}
+	}
+	return bins, ece
+}
+
+// Percentile returns the p-th percentile of v by linear interpolation between closest ranks
+// (numpy.percentile's default); 0 for an empty slice.
+func Percentile(v []float64, p float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	pos := p / 100 * float64(len(s)-1)
+	lo := int(math.Floor(pos))
+	hi := min(lo+1, len(s)-1)
+	return s[lo] + (pos-float64(lo))*(s[hi]-s[lo])
+}
+
+// Paired compares two runs on the labelled rows both decided (matched by id and line): rows
+// only B gets right, rows only A gets right, and McNemar's exact two-sided p-value (a binomial
+// test of the discordant pairs at ½).
+type Paired struct {
+	Against string  `json:"against"`
+	Rows    int     `json:"rows"`
+	Gained  int     `json:"gained"` // right in this run, wrong in the other
+	Lost    int     `json:"lost"`   // wrong in this run, right in the other
+	PValue  float64 `json:"p_value"`
+}
+
+// ComparePaired compares run b with run a (see Paired).
+func ComparePaired(a, b *Run) Paired {
+	right := map[string]bool{}
+	for _, d := range a.Decisions {
+		if d.Label != "" {
+			right[d.Key] = d.Chosen == d.Label
+		}
+	}
+	p := Paired{Against: a.Name}
+	for _, d := range b.Decisions {
+		ra, ok := right[d.Key]
+		if !ok || d.Label == "" {
+			continue
+		}
+		p.Rows++
+		rb := d.Chosen == d.Label
+		switch {
+		case rb && !ra:
+			p.Gained++
+		case ra && !rb:
+			p.Lost++
+		}
+	}
+	p.PValue = mcnemarExact(p.Gained, p.Lost)
+	return p
+}
+
+// mcnemarExact is the two-sided exact binomial p-value of b successes against c at p = ½:
+// min(1, 2·P(X ≤ min(b, c))) with X ~ Binomial(b+c, ½).
+func mcnemarExact(b, c int) float64 {
+	n := b + c
+	if n == 0 {
+		return 1
+	}
+	k := min(b, c)
+	tail := 0.0
+	for i := 0; i <= k; i++ {
+		tail += math.Exp(logChoose(n, i) - float64(n)*math.Ln2)
+	}
+	return min(1, 2*tail)
+}
+
+func logChoose(n, k int) float64 {
+	a, _ := math.Lgamma(float64(n + 1))
+	b, _ := math.Lgamma(float64(k + 1))
+	c, _ := math.Lgamma(float64(n - k + 1))
+	return a - b - c
+}

@@ -1,0 +1,126 @@
+package report_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gojev/gojev/internal/report"
+)
+
+// A tiny labelled results file whose figures are worked out by hand: five decisions and an
+// error record; every row also carries a raw choice ("a") as --debias pride records it.
+func tinyFile(t *testing.T) string {
+	t.Helper()
+	rec := func(id, label, chosen string, p, ms float64) string {
+		return fmt.Sprintf(`{"id":%q,"prompt_version":"direct-options-v1","chosen":%q,"probability":%v,"label":%q,"ms":%v,`+
+			`"options":[{"id":"a","letter":"A","probability":0.5},{"id":"b","letter":"B","probability":0.3},{"id":"c","letter":"C","probability":0.2}],`+
+			`"debias":{"method":"pride","raw_chosen":"a"}}`, id, chosen, p, label, ms)
+	}
+	lines := []string{
+		rec("r1", "a", "a", 0.9, 100),
+		rec("r2", "b", "a", 0.6, 200),
+		rec("r3", "c", "c", 0.8, 300),
+		rec("r4", "a", "b", 0.55, 400),
+		`{"id":"r5","line":5,"error":"bad row: missing \"state\""}`,
+		rec("r6", "b", "b", 0.95, 500),
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pride.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	meta := `{"prompt_version":"direct-options-v1","debias":"pride","model":{"file":"m.gguf","name":"M","sha256":"abc"},"elapsed_s":10,"decided":5,"args":["-i","x"]}`
+	require.NoError(t, os.WriteFile(path+".run.json", []byte(meta), 0o644))
+	return path
+}
+
+func TestMetricsOnAKnownFile(t *testing.T) {
+	runs, err := report.Load(tinyFile(t), "")
+	require.NoError(t, err)
+	require.Len(t, runs, 2, "debiased and raw")
+	m := report.Compute(runs[0])
+	assert.Equal(t, 6, m.Rows)
+	assert.Equal(t, 1, m.Errors)
+	assert.Equal(t, 5, m.Labelled)
+	assert.Equal(t, 3, m.Correct)
+	assert.InDelta(t, 0.6, m.Accuracy, 1e-12)
+	// Wilson 95 % interval of 3/5 (e.g. statsmodels proportion_confint(3, 5, method="wilson")).
+	assert.InDelta(t, 0.2307, m.AccuracyCI.Low, 1e-4)
+	assert.InDelta(t, 0.8824, m.AccuracyCI.High, 1e-4)
+	// a: P 1/2 R 1/2; b: P 1/2 R 1/2; c: P 1 R 1 → macro-F1 (0.5 + 0.5 + 1) / 3.
+	assert.InDelta(t, 2.0/3, m.MacroF1, 1e-12)
+	require.Len(t, m.Labels, 3)
+	assert.Equal(t, report.LabelStats{Label: "a", Precision: 0.5, Recall: 0.5, F1: 0.5, Support: 2, Predicted: 2}, m.Labels[0])
+	assert.Equal(t, [][]int{{1, 1, 0}, {1, 1, 0}, {0, 0, 1}}, m.Confusion)
+	assert.Equal(t, map[string]int{"A": 2, "B": 2, "C": 1}, m.Letters)
+	assert.Equal(t, map[string]int{"A": 2, "B": 2, "C": 1}, m.GoldLetters)
+	assert.Equal(t, "A", m.TopLetter, "ties go to the earlier letter")
+	assert.InDelta(t, 0.4, m.TopLetterShare, 1e-12)
+	// ECE: bins 0.9+0.95 (acc 1), 0.8 (acc 1), 0.6 (acc 0), 0.55 (acc 0):
+	// 2/5·|1−0.925| + 1/5·|1−0.8| + 1/5·0.6 + 1/5·0.55 = 0.03 + 0.04 + 0.12 + 0.11.
+	assert.InDelta(t, 0.30, m.ECE, 1e-12)
+	assert.Equal(t, 2, m.Reliability[9].Count)
+	assert.InDelta(t, 0.925, m.Reliability[9].Confidence, 1e-12)
+	assert.InDelta(t, 300, m.LatencyP50MS, 1e-12)
+	assert.InDelta(t, 480, m.LatencyP95MS, 1e-12)
+	require.NotNil(t, m.DecisionsPerS)
+	assert.InDelta(t, 0.5, *m.DecisionsPerS, 1e-12)
+
+	raw := report.Compute(runs[1])
+	assert.Equal(t, 2, raw.Correct, "the raw choice a is right on r1 and r4")
+	assert.InDelta(t, 0.5, runs[1].Decisions[0].Probability, 1e-12, "the raw choice's own probability")
+	assert.Equal(t, map[string]int{"A": 5}, raw.Letters)
+	assert.InDelta(t, 1.0, raw.TopLetterShare, 1e-12)
+
+	p := report.ComparePaired(runs[0], runs[1])
+	assert.Equal(t, 5, p.Rows)
+	assert.Equal(t, 1, p.Gained, "r4: raw right, debiased wrong")
+	assert.Equal(t, 2, p.Lost, "r3 and r6")
+	assert.InDelta(t, 1.0, p.PValue, 1e-12)
+}
+
+func TestPercentileAndWilsonEdges(t *testing.T) {
+	assert.Equal(t, 0.0, report.Percentile(nil, 50))
+	assert.InDelta(t, 2.5, report.Percentile([]float64{4, 1, 3, 2}, 50), 1e-12)
+	w := report.Wilson(0, 10)
+	assert.Equal(t, 0.0, w.Low)
+	assert.InDelta(t, 0.2775, w.High, 1e-4)
+	w = report.Wilson(10, 10)
+	assert.InDelta(t, 0.7225, w.Low, 1e-4)
+	assert.InDelta(t, 1.0, w.High, 1e-12)
+}
+
+func TestReportOutputs(t *testing.T) {
+	runs, err := report.Load(tinyFile(t), "PriDe")
+	require.NoError(t, err)
+	rep := report.Build(runs)
+	require.Len(t, rep.Runs, 2)
+	assert.Equal(t, "PriDe (raw)", rep.Runs[1].Name)
+	assert.Equal(t, "", rep.Runs[1].Method)
+	assert.Equal(t, "pride", rep.Runs[0].Method)
+	assert.Equal(t, "M", rep.Runs[0].Model)
+	assert.Nil(t, rep.Runs[1].DecisionsPerS, "a raw variant's time is the debiased run's")
+
+	var text, js, html bytes.Buffer
+	require.NoError(t, rep.WriteText(&text))
+	assert.Contains(t, text.String(), "60.0% [23.1, 88.2]")
+	require.NoError(t, rep.WriteJSON(&js))
+	assert.Contains(t, js.String(), `"macro_f1": 0.6666666666666666`)
+	require.NoError(t, rep.WriteHTML(&html))
+	for _, want := range []string{"<svg", "reliability diagram", "confusion matrix", "chosen and gold letters", "PriDe (raw)", "60.0%"} {
+		assert.Contains(t, html.String(), want)
+	}
+	assert.NotContains(t, html.String(), "<script", "self-contained, no scripts")
+}
+
+func TestNotAResultsFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte("hello\n"), 0o644))
+	_, err := report.Load(path, "")
+	assert.ErrorIs(t, err, report.ErrNotResults)
+}
