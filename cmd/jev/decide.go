@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/decide"
 	"github.com/gojev/gojev/engine"
 )
@@ -46,17 +47,28 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	var mf modelFlags
 	mf.register(fs)
 	mf.registerDecoding(fs)
-	var in, out string
+	var in, out, format string
 	var quiet, resume bool
 	var contractName string
 	var window int
+	var bf biasFlags
 	stringFlag(fs, &in, "i,input", "", "rows `file` (JSONL; default stdin)")
-	stringFlag(fs, &out, "o,output", "", "results `file` (JSONL; default stdout)")
-	boolFlag(fs, &quiet, "q,quiet", "no progress bar and no summary")
+	stringFlag(fs, &out, "o,output", "", "results `file` (JSONL; default stdout); a run file <file>.run.json beside it records the model, flags, prior and timing for jev report")
+	stringFlag(fs, &format, "format", "", "output `format`: text (one readable line per row) or jsonl (default: text when writing to a terminal, else jsonl)")
+	boolFlag(fs, &quiet, "q,quiet", "no progress bar, no summary, no warnings")
 	stringFlag(fs, &contractName, "contract", "direct", "prompt `contract`: direct (direct-options-v1: one prompt, the letter of an option) or binary (binary-candidates-v1: one yes/no prompt per option, ranked by p_yes)")
+	bf.register(fs)
 	intFlag(fs, &window, "window", 32, "`rows` decided at once: read ahead so the engine decodes their shared prefixes once (results stay in input order)")
 	boolFlag(fs, &resume, "resume", "continue an interrupted run into the existing -o file: keep its records, skip the rows they name, append the rest")
 	if err := parseFlags(fs, args, stderr, decideSynopsis); err != nil {
+		return err
+	}
+	c, err := parseContract(contractName)
+	if err != nil {
+		return err
+	}
+	method, err := bf.method(c)
+	if err != nil {
 		return err
 	}
 	r, closeIn, err := openInput(in, stdin)
@@ -64,6 +76,34 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	defer closeIn()
+	toTerminal := out == "" || out == "-"
+	if toTerminal {
+		f, ok := stdout.(*os.File)
+		toTerminal = ok && term.IsTerminal(int(f.Fd()))
+	}
+	var text bool
+	switch format {
+	case "":
+		text = toTerminal
+	case "text":
+		text = true
+	case "jsonl":
+	default:
+		return usageError{fmt.Errorf("--format %q: want text or jsonl", format)}
+	}
+	if text && resume {
+		return usageError{errors.New("--resume continues a JSONL results file: drop --format text")}
+	}
+
+	// PriDe reads the rows twice before deciding (its sample first): stdin is spooled.
+	if method == debias.PriDe {
+		f, cleanup, err := spoolInput(r)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		r = f
+	}
 	var w io.Writer
 	var closeOut func() error
 	var skip func(line []byte, lineNo int) bool
@@ -76,17 +116,91 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	} else if w, closeOut, err = openOutput(out, stdout); err != nil {
 		return err
 	}
-	d, closeD, err := mf.openRowDecider(ctx, stderr, contractName)
+	outClosed := false
+	defer func() {
+		if !outClosed {
+			_ = closeOut()
+		}
+	}()
+
+	start := time.Now() // the run's wall time counts PriDe's estimation
+	// A resumed PriDe run reuses the prior its run file recorded, so every row of the output
+	// is debiased with the same prior.
+	metaPath := ""
+	var prev *runMeta
+	if out != "" && out != "-" {
+		metaPath = runMetaPath(out)
+		if resume {
+			prev, _ = loadRunMeta(metaPath)
+		}
+	}
+	var prior *debias.Prior
+	if method == debias.PriDe && prev != nil && prev.Prior != nil && bf.priorFile == "" {
+		prior = prev.Prior
+	}
+	d, e, closeD, err := mf.openRowDecider(ctx, stderr, c, method, prior)
 	if err != nil {
 		return err
 	}
 	defer closeD()
 
+	meta := &runMeta{Jev: jevVersion(), LlamaCpp: llamaVersion(), Args: args, Input: in, PromptVersion: c.String(), Debias: method,
+		NThreads: mf.threads, Started: time.Now().UTC()}
+	if e != nil {
+		meta.Backend = "in-process"
+		if metaPath != "" || method == debias.PriDe {
+			name, _, _ := e.Model().Meta("general.name")
+			id, err := modelIdentity(e.Model().Path(), name)
+			if err != nil {
+				return err
+			}
+			meta.Model = &id
+		}
+	} else {
+		meta.Backend = mf.runtime
+	}
+	if method == debias.PriDe {
+		if prior == nil {
+			if prior, err = bf.loadPrior(*meta.Model); err != nil {
+				return err
+			}
+			if prior != nil {
+				if !quiet {
+					fmt.Fprintf(stderr, "jev decide: PriDe: prior read from %s: %s\n", bf.priorFile, formatPrior(prior))
+				}
+				e.SetPrior(prior)
+			}
+		}
+		if prior == nil {
+			f := r.(*os.File)
+			var byLine map[int]engine.Outcome
+			if prior, byLine, err = estimatePrior(ctx, e, f, &bf, *meta.Model, stderr, quiet); err != nil {
+				return err
+			}
+			e.SetPrior(prior)
+			d = sampledDecider{d, byLine}
+			if bf.priorFile != "" {
+				if err := prior.Save(bf.priorFile); err != nil {
+					return fmt.Errorf("--prior: saving the prior: %w", err)
+				}
+				if !quiet {
+					fmt.Fprintf(stderr, "jev decide: PriDe: prior saved to %s (reuse it with --prior for this model and contract)\n", bf.priorFile)
+				}
+			}
+		}
+		meta.Prior = prior
+	}
+	if metaPath != "" {
+		if err := meta.save(metaPath); err != nil {
+			return fmt.Errorf("writing the run file: %w", err)
+		}
+	}
+
 	if f, ok := r.(*os.File); ok && in == "" && term.IsTerminal(int(f.Fd())) && !quiet {
 		fmt.Fprintln(stderr, "jev decide: reading rows from stdin (one JSON object a line; Ctrl-D ends); -i FILE reads a file")
 	}
 	var bar *progressbar.ProgressBar
-	if !quiet && isTerminal(stderr) {
+	if !quiet && isTerminal(stderr) && !text {
 		bar = progressbar.NewOptions64(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("deciding"),
 			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("rows"),
 			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
@@ -96,9 +210,15 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			}
 		}
 	}
-	var sum summary
-	start := time.Now()
-	err = decideStream(ctx, d, r, w, &sum, skip, func() {
+	sum := summary{debiased: method != debias.None}
+	if !quiet {
+		sum.warn = stderr
+	}
+	enc := recordEncoder(newLineEncoder().encode)
+	if text {
+		enc = textEncoder(isTerminal(w))
+	}
+	err = decideStream(ctx, d, r, w, enc, &sum, skip, func() {
 		if bar != nil {
 			_ = bar.Add(1)
 		}
@@ -107,11 +227,23 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if bar != nil {
 		_ = bar.Finish()
 	}
+	outClosed = true
 	if cerr := closeOut(); err == nil {
 		err = cerr
 	}
 	if !quiet {
 		sum.print(stderr)
+	}
+	if metaPath != "" {
+		meta.Finished = err == nil
+		meta.ElapsedS = time.Since(meta.Started).Seconds()
+		meta.Rows, meta.Decided, meta.Errors, meta.Skipped = sum.rows, sum.decided, sum.errors, sum.skipped
+		if meta.ElapsedS > 0 {
+			meta.DecisionsPerS = float64(sum.decided) / meta.ElapsedS
+		}
+		if merr := meta.save(metaPath); err == nil && merr != nil {
+			err = fmt.Errorf("writing the run file: %w", merr)
+		}
 	}
 	if err != nil && ctx.Err() != nil && out != "" {
 		err = fmt.Errorf("%w (the output holds whole lines; rerun with --resume to continue)", err)
@@ -124,7 +256,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 // are decided at once (read ahead and handed to d concurrently, so the engine can share their
 // prefixes); each result is written, with a single Write, as soon as every line before it is.
 // An interrupted run therefore leaves only whole lines, the rows in flight dropped.
-func decideStream(ctx context.Context, d rowDecider, r io.Reader, w io.Writer, sum *summary, skip func(line []byte, lineNo int) bool, tick func(), window int) error {
+func decideStream(ctx context.Context, d rowDecider, r io.Reader, w io.Writer, encode recordEncoder, sum *summary, skip func(line []byte, lineNo int) bool, tick func(), window int) error {
 	type slot struct {
 		lineNo  int
 		skipped bool
@@ -178,7 +310,6 @@ func decideStream(ctx context.Context, d rowDecider, r io.Reader, w io.Writer, s
 			<-s.done
 		}
 	}
-	enc := newLineEncoder()
 	for s := range slots {
 		<-s.done
 		if s.skipped {
@@ -191,9 +322,9 @@ func decideStream(ctx context.Context, d rowDecider, r io.Reader, w io.Writer, s
 			drain()
 			return fmt.Errorf("stopped at line %d: %w", s.lineNo, err)
 		}
-		b, err := enc.encode(s.rec)
+		b, err := encode(s.rec)
 		if err != nil {
-			if b, err = enc.encode(unencodable(s.rec, s.lineNo, err)); err != nil {
+			if b, err = encode(unencodable(s.rec, s.lineNo, err)); err != nil {
 				drain()
 				return err
 			}
@@ -217,9 +348,8 @@ func decideStream(ctx context.Context, d rowDecider, r io.Reader, w io.Writer, s
 // record that cannot be encoded (a NaN logit from a damaged model) becomes an error record.
 // It stops at the end of the input, at the first error of record or of writing, or when ctx
 // is done before a line starts.
-func eachLine(ctx context.Context, r io.Reader, w io.Writer, record func(line []byte, lineNo int) (any, error)) error {
+func eachLine(ctx context.Context, r io.Reader, w io.Writer, encode recordEncoder, record func(line []byte, lineNo int) (any, error)) error {
 	br := bufio.NewReaderSize(r, 1<<20)
-	enc := newLineEncoder()
 	for lineNo := 1; ; lineNo++ {
 		line, readErr := br.ReadBytes('\n')
 		if len(line) == 0 && readErr != nil {
@@ -236,9 +366,9 @@ func eachLine(ctx context.Context, r io.Reader, w io.Writer, record func(line []
 			return err
 		}
 		if rec != nil {
-			b, err := enc.encode(rec)
+			b, err := encode(rec)
 			if err != nil {
-				if b, err = enc.encode(unencodable(rec, lineNo, err)); err != nil {
+				if b, err = encode(unencodable(rec, lineNo, err)); err != nil {
 					return err
 				}
 			}
@@ -265,7 +395,7 @@ func decideLine(ctx context.Context, d rowDecider, line []byte, lineNo int) (any
 	if err == nil {
 		var rec any
 		var res *decided
-		if rec, res, err = d.decide(ctx, row); err == nil {
+		if rec, res, err = d.decide(ctx, row, lineNo); err == nil {
 			return rec, res
 		}
 	}
@@ -276,42 +406,68 @@ func decideLine(ctx context.Context, d rowDecider, line []byte, lineNo int) (any
 type decided struct {
 	nPromptTokens int
 	correct       *bool
+	rawCorrect    *bool  // the raw choice's, when bias control changed the scores
+	letter        string // the chosen option's letter in the row's own order ("" for binary)
+	nOptions      int
 }
 
-// rowDecider decides one row into its output record; safe for concurrent use.
+// resultDecided is what the summary counts of an engine Result.
+func resultDecided(res *engine.Result) *decided {
+	d := &decided{nPromptTokens: res.NPromptTokens, correct: res.Correct, letter: res.ChosenLetter, nOptions: len(res.Options)}
+	if res.Debias != nil {
+		d.rawCorrect = res.Debias.RawCorrect
+	}
+	return d
+}
+
+// rowDecider decides one row (input line lineNo) into its output record; safe for concurrent
+// use.
 type rowDecider interface {
-	decide(ctx context.Context, row contract.Row) (any, *decided, error)
+	decide(ctx context.Context, row contract.Row, lineNo int) (any, *decided, error)
 }
 
 // seqDecider decides through a decide.Decider (the --runtime path).
 type seqDecider struct{ d *decide.Decider }
 
-func (s seqDecider) decide(ctx context.Context, row contract.Row) (any, *decided, error) {
+func (s seqDecider) decide(ctx context.Context, row contract.Row, _ int) (any, *decided, error) {
 	dec, err := s.d.Decide(ctx, row)
 	if err != nil {
 		return nil, nil, err
 	}
-	return dec, &decided{dec.NPromptTokens, dec.Correct}, nil
+	return dec, &decided{nPromptTokens: dec.NPromptTokens, correct: dec.Correct, letter: dec.ChosenLetter, nOptions: len(dec.Options)}, nil
 }
 
 // engineDecider decides through the engine (in-process, either contract).
 type engineDecider struct{ e *engine.Engine }
 
-func (s engineDecider) decide(ctx context.Context, row contract.Row) (any, *decided, error) {
+func (s engineDecider) decide(ctx context.Context, row contract.Row, _ int) (any, *decided, error) {
 	res, err := s.e.Decide(ctx, row)
 	if err != nil {
 		return nil, nil, err
 	}
-	return res, &decided{res.NPromptTokens, res.Correct}, nil
+	return res, resultDecided(res), nil
 }
+
+// Letter-skew warning: after skewMinRows decisions, if one letter holds skewShare of the
+// choices, jev decide warns once on stderr.
+const (
+	skewMinRows = 20
+	skewShare   = 0.8
+)
 
 // summary accumulates what the run prints at the end.
 type summary struct {
 	rows, errors, decided int
 	skipped               int // rows a resumed run found already done
 	labelled, correct     int
+	rawCorrect            int // labelled rows the raw choice got right (under bias control)
+	debiased              bool
 	promptTokens          int
 	elapsed               time.Duration
+	letters               map[string]int // chosen letters of direct decisions with 2+ options
+	lettered              int
+	warn                  io.Writer // where the letter-skew warning goes (nil: nowhere)
+	warned                bool
 }
 
 // add counts one output line: a decision, or an error record when d is nil.
@@ -328,7 +484,49 @@ func (s *summary) add(d *decided) {
 		if *d.correct {
 			s.correct++
 		}
+		if d.rawCorrect != nil && *d.rawCorrect {
+			s.rawCorrect++
+		}
 	}
+	if d.letter != "" && d.nOptions > 1 {
+		if s.letters == nil {
+			s.letters = map[string]int{}
+		}
+		s.letters[d.letter]++
+		s.lettered++
+		s.checkSkew()
+	}
+}
+
+// checkSkew warns once when one answer letter takes skewShare of ≥ skewMinRows choices.
+func (s *summary) checkSkew() {
+	if s.warned || s.warn == nil || s.lettered < skewMinRows {
+		return
+	}
+	letter, n := topLetter(s.letters)
+	if float64(n) < skewShare*float64(s.lettered) {
+		return
+	}
+	s.warned = true
+	remedy := "--debias pride (label-free position-bias control, about 1.35x the time) or --permute cyclic (k x the time)"
+	if s.debiased {
+		remedy = "--permute cyclic, or a larger model"
+	} else {
+		remedy += ", or a larger model"
+	}
+	fmt.Fprintf(s.warn, "jev decide: warning: %d of the first %d choices (%.0f%%) are letter %s: the model is choosing a position, not an option. Try %s.\n",
+		n, s.lettered, 100*float64(n)/float64(s.lettered), letter, remedy)
+}
+
+// topLetter returns the most chosen letter (the earliest on a tie) and its count.
+func topLetter(letters map[string]int) (string, int) {
+	best, n := "", -1
+	for _, l := range contract.LETTERS {
+		if c := letters[string(l)]; c > n {
+			best, n = string(l), c
+		}
+	}
+	return best, n
 }
 
 func (s *summary) print(w io.Writer) {
@@ -339,6 +537,13 @@ func (s *summary) print(w io.Writer) {
 	}
 	if s.labelled > 0 {
 		fmt.Fprintf(w, ", accuracy %.1f%% (%d/%d labelled)", 100*float64(s.correct)/float64(s.labelled), s.correct, s.labelled)
+		if s.debiased {
+			fmt.Fprintf(w, ", raw %.1f%%", 100*float64(s.rawCorrect)/float64(s.labelled))
+		}
+	}
+	if s.lettered > 0 {
+		letter, n := topLetter(s.letters)
+		fmt.Fprintf(w, ", most chosen letter %s %.0f%%", letter, 100*float64(n)/float64(s.lettered))
 	}
 	if secs > 0 {
 		fmt.Fprintf(w, ", %.2f decisions/s, %.0f prompt tokens/s, %.1fs", float64(s.decided)/secs, float64(s.promptTokens)/secs, secs)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gojev/gojev/backend"
+	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/decide"
 	"github.com/gojev/gojev/engine"
 	"github.com/gojev/gojev/llama"
@@ -106,6 +107,13 @@ func (f *modelFlags) options() (decide.Options, error) {
 		return opts, usageError{errors.New("--chat-template-kwargs must be a JSON object")}
 	}
 	opts.ChatTemplateKwargs = templateValue(obj).(map[string]any)
+	for _, m := range obj {
+		if s, ok := m.Value.(string); ok && (strings.EqualFold(s, "true") || strings.EqualFold(s, "false")) {
+			// Jinja tests a string's truth by its length: "false" is true.
+			slog.Warn(fmt.Sprintf("--chat-template-kwargs: %q is the string %q, which a template reads as true (any non-empty string is); write %s without quotes for the boolean",
+				m.Key, s, strings.ToLower(s)))
+		}
+	}
 	if f.templateFile != "" {
 		src, err := os.ReadFile(f.templateFile)
 		if err != nil {
@@ -180,44 +188,44 @@ func (f *modelFlags) open(ctx context.Context, stderr io.Writer) (*decide.Decide
 	return decide.Open(path, opts)
 }
 
-// openRowDecider opens what jev decide decides with: the engine in-process, or a
-// decide.Decider over the --runtime server (direct contract only).
-func (f *modelFlags) openRowDecider(ctx context.Context, stderr io.Writer, contractName string) (rowDecider, func(), error) {
-	c, err := parseContract(contractName)
-	if err != nil {
-		return nil, nil, err
-	}
+// openRowDecider opens what jev decide decides with: the engine in-process (returned too, for
+// PriDe's estimation), or a decide.Decider over the --runtime server (direct contract, no bias
+// control).
+func (f *modelFlags) openRowDecider(ctx context.Context, stderr io.Writer, c engine.Contract, method debias.Method, prior *debias.Prior) (rowDecider, *engine.Engine, func(), error) {
 	if f.runtime != "" {
 		if c != engine.Direct {
-			return nil, nil, usageError{errors.New("--contract binary runs in-process only (jev bench measures the seed's HTTP binary path)")}
+			return nil, nil, nil, usageError{errors.New("--contract binary runs in-process only (jev bench measures the seed's HTTP binary path)")}
+		}
+		if method != debias.None {
+			return nil, nil, nil, usageError{errors.New("--debias and --permute run in-process only, not with --runtime")}
 		}
 		d, err := f.open(ctx, stderr)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return seqDecider{d}, func() { _ = d.Close() }, nil
+		return seqDecider{d}, nil, func() { _ = d.Close() }, nil
 	}
 	logger := newLogger(stderr, f.verbose)
 	slog.SetDefault(logger)
 	llama.SetLogger(logger)
 	opts, err := f.options()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := f.checkLocalRenderer(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	path, err := f.modelPath()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	e, err := engine.Open(path, engine.Options{Contract: c, NGPULayers: opts.NGPULayers, NCtx: opts.NCtx, NBatch: opts.NBatch,
 		NThreads: opts.NThreads, Renderer: f.renderer, ChatTemplate: opts.ChatTemplate, ChatTemplateKwargs: opts.ChatTemplateKwargs,
-		TemplateTime: opts.TemplateTime, NoMmap: opts.NoMmap})
+		TemplateTime: opts.TemplateTime, NoMmap: opts.NoMmap, Debias: method, Prior: prior})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return engineDecider{e}, func() { _ = e.Close() }, nil
+	return engineDecider{e}, e, func() { _ = e.Close() }, nil
 }
 
 // checkLocalRenderer checks --renderer for an in-process run.
@@ -272,6 +280,13 @@ func intFlag(fs *flag.FlagSet, p *int, spec string, def int, usage string) {
 	flagHelp[fs] = append(flagHelp[fs], names(spec))
 }
 
+func floatFlag(fs *flag.FlagSet, p *float64, spec string, def float64, usage string) {
+	for _, n := range names(spec) {
+		fs.Float64Var(p, n, def, usage)
+	}
+	flagHelp[fs] = append(flagHelp[fs], names(spec))
+}
+
 func boolFlag(fs *flag.FlagSet, p *bool, spec, usage string) {
 	for _, n := range names(spec) {
 		fs.BoolVar(p, n, false, usage)
@@ -303,19 +318,11 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 	}
 }
 
-// parseFlags parses args into fs; -h prints the usage and returns errHelp.
+// parseFlags parses args into fs and refuses positional arguments; -h prints the usage and
+// returns errHelp.
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, synopsis string) error {
-	// The flag package prints the usage on every parse error; print it only for -h, and
-	// answer a mistake with the mistake and a pointer to -h.
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, "%s\n\nFlags:\n", synopsis)
-			printFlags(stderr, fs)
-			return errHelp
-		}
-		return usageError{fmt.Errorf("%w (jev %s -h lists the flags)", err, fs.Name())}
+	if err := parseFlagsLoose(fs, args, stderr, synopsis); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}

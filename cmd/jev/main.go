@@ -7,6 +7,7 @@
 //	jev check  -m MODEL.gguf
 //	jev parity -m MODEL.gguf [-i rows.jsonl] [--runtime URL]
 //	jev bench  -m MODEL.gguf [-i rows.jsonl] [--contract binary] [-o bench.json]
+//	jev report out.jsonl [more.jsonl ...] [--html report.html] [--json report.json]
 //
 // Run `jev help` or `jev COMMAND -h` for the flags.
 package main
@@ -30,6 +31,8 @@ Usage:
   jev check  -m MODEL.gguf                                  run the start-up checks and print the answer slots
   jev parity -m MODEL.gguf [-i rows.jsonl]                  compare prompts, tokens, log-probs and choices with llama-server
   jev bench  -m MODEL.gguf [-i rows.jsonl] [-o bench.json]  measure the engine, in-process and HTTP paths
+  jev report out.jsonl [more.jsonl ...] [--html r.html]     accuracy, F1, confusion, letters, calibration, side by side
+  jev version                                               gojev's version, the llama.cpp pin, the default model
 
 A row is one JSON object per line:
   {"id": "r1", "state": {"message": "..."}, "question": "...",
@@ -65,8 +68,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runParity(ctx, args[1:], stdout, stderr)
 	case "bench":
 		err = runBench(ctx, args[1:], stdout, stderr)
+	case "report":
+		err = runReport(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
+		return 0
+	case "version", "--version", "-version":
+		printVersion(stdout)
 		return 0
 	default:
 		fmt.Fprintf(stderr, "jev: unknown command %q\n\n%s", args[0], usage)

@@ -28,7 +28,7 @@ func jev(t *testing.T, stdin string, args ...string) (code int, stdout, stderr s
 }
 
 func modelArgs(t *testing.T) []string {
-	return []string{"-m", testenv.DefaultModel(t, decide.DefaultModelFile), "-t", "2"}
+	return []string{"-m", testenv.SmallModel(t), "-t", "2"}
 }
 
 func TestUsage(t *testing.T) {
@@ -162,14 +162,14 @@ func (w *cancelAfterFirstLine) Write(p []byte) (int, error) {
 }
 
 func TestInterruptedRunLeavesWholeLines(t *testing.T) {
-	d, err := decide.Open(testenv.DefaultModel(t, decide.DefaultModelFile), decide.Options{NThreads: 2})
+	d, err := decide.Open(testenv.SmallModel(t), decide.Options{NThreads: 2})
 	require.NoError(t, err)
 	defer d.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &cancelAfterFirstLine{cancel: cancel}
 	in := strings.Join([]string{row("a", 2), row("b", 2), row("c", 2)}, "\n")
 	var sum summary
-	err = decideStream(ctx, seqDecider{d}, strings.NewReader(in), out, &sum, nil, func() {}, 1)
+	err = decideStream(ctx, seqDecider{d}, strings.NewReader(in), out, newLineEncoder().encode, &sum, nil, func() {}, 1)
 	require.ErrorIs(t, err, context.Canceled)
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	require.Len(t, lines, 1, "only the finished row is written")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gojev/gojev/decide"
+	"github.com/gojev/gojev/engine"
 )
 
 // unencodable is the error record that replaces a record JSON cannot encode, keeping its id.
@@ -12,6 +13,8 @@ func unencodable(rec any, lineNo int, err error) errorRecord {
 	var id json.RawMessage
 	switch r := rec.(type) {
 	case *decide.Decision:
+		id = r.ID
+	case *engine.Result:
 		id = r.ID
 	case renderRecord:
 		id, _ = r.ID.(json.RawMessage)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 
 	"github.com/gojev/gojev/contract"
@@ -29,10 +30,19 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	fs := flag.NewFlagSet("render", flag.ContinueOnError)
 	var mf modelFlags
 	mf.register(fs)
-	var in string
+	var in, format string
 	stringFlag(fs, &in, "i,input", "", "rows `file` (JSONL; default stdin)")
+	stringFlag(fs, &format, "format", "jsonl", "output `format`: jsonl (one JSON object a row) or text (each prompt as the model reads it, under a ### header with its id, token count and sha256)")
 	if err := parseFlags(fs, args, stderr, renderSynopsis); err != nil {
 		return err
+	}
+	encode := recordEncoder(newLineEncoder().encode)
+	switch format {
+	case "jsonl":
+	case "text":
+		encode = textEncoder(false)
+	default:
+		return usageError{fmt.Errorf("--format %q: want jsonl or text", format)}
 	}
 	r, closeIn, err := openInput(in, stdin)
 	if err != nil {
@@ -44,7 +54,7 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	defer d.Close()
-	return eachLine(ctx, r, stdout, func(line []byte, lineNo int) (any, error) {
+	return eachLine(ctx, r, stdout, encode, func(line []byte, lineNo int) (any, error) {
 		row, err := contract.ParseRow(line)
 		if err == nil {
 			var p decide.Prompt

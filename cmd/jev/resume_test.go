@@ -269,7 +269,7 @@ func TestKilledRunResumes(t *testing.T) {
 func TestUnencodableRecordBecomesAnErrorRecord(t *testing.T) {
 	var out bytes.Buffer
 	nan := math.NaN()
-	err := eachLine(context.Background(), strings.NewReader("a\nb\nc\n"), &out, func(line []byte, lineNo int) (any, error) {
+	err := eachLine(context.Background(), strings.NewReader("a\nb\nc\n"), &out, newLineEncoder().encode, func(line []byte, lineNo int) (any, error) {
 		dec := &decide.Decision{ID: json.RawMessage(strconv.Quote(string(line))), Chosen: "x"}
 		if lineNo == 2 {
 			dec.Options = []contract.OptionScore{{ID: "x", Logit: &nan, Logprob: nan, Probability: nan}}

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/debias"
+	"github.com/gojev/gojev/engine"
+)
+
+// biasFlags are jev decide's bias-control flags.
+type biasFlags struct {
+	debias      string
+	permute     string
+	priorFile   string
+	sampleFrac  float64
+	sampleMinRn int
+}
+
+func (b *biasFlags) register(fs *flag.FlagSet) {
+	stringFlag(fs, &b.debias, "debias", "", "bias `method`: pride (direct: PriDe, a letter prior estimated without labels from a 5% sample under all cyclic permutations, then one decode per row; Zheng et al., ICLR 2024) or contextual (binary: p_yes calibrated against content-free evidence; Zhao et al., ICML 2021). The raw scores stay in every record")
+	stringFlag(fs, &b.permute, "permute", "", "`cyclic`: decide every row under all k cyclic permutations of its options and average each option's log-probability (k decodes a row, sharing their prefix; the most accurate)")
+	stringFlag(fs, &b.priorFile, "prior", "", "PriDe's prior `file` (JSON): read it when it exists (no estimation), else estimate the prior and save it there, to reuse for this model and contract")
+	floatFlag(fs, &b.sampleFrac, "pride-sample", debias.DefaultSampleFraction, fmt.Sprintf("the `fraction` of rows (per option count; at least %d) PriDe estimates its prior from", debias.DefaultMinSampleRows))
+	b.sampleMinRn = debias.DefaultMinSampleRows
+}
+
+// method resolves the flags for a contract.
+func (b *biasFlags) method(c engine.Contract) (debias.Method, error) {
+	if b.permute != "" && b.permute != "cyclic" {
+		return "", usageError{fmt.Errorf("--permute %q: want cyclic", b.permute)}
+	}
+	if b.permute != "" && b.debias != "" {
+		return "", usageError{errors.New("--permute cyclic and --debias are alternatives: choose one")}
+	}
+	if !(b.sampleFrac > 0 && b.sampleFrac <= 1) {
+		return "", usageError{fmt.Errorf("--pride-sample %v: want a fraction in (0, 1]", b.sampleFrac)}
+	}
+	m := debias.None
+	switch {
+	case b.permute == "cyclic":
+		m = debias.Cyclic
+	case b.debias == "pride":
+		m = debias.PriDe
+	case b.debias == "contextual":
+		m = debias.Contextual
+	case b.debias != "":
+		return "", usageError{fmt.Errorf("--debias %q: want pride (direct contract) or contextual (binary contract)", b.debias)}
+	}
+	if (m == debias.PriDe || m == debias.Cyclic) && c != engine.Direct {
+		return "", usageError{fmt.Errorf("--debias pride and --permute cyclic control the letter bias of the direct contract; the binary contract has --debias contextual")}
+	}
+	if m == debias.Contextual && c != engine.Binary {
+		return "", usageError{errors.New("--debias contextual calibrates the binary contract's yes/no readout (--contract binary); the direct contract has --debias pride")}
+	}
+	if b.priorFile != "" && m != debias.PriDe {
+		return "", usageError{errors.New("--prior FILE holds PriDe's prior: use it with --debias pride")}
+	}
+	return m, nil
+}
+
+// loadPrior reads --prior FILE when it exists; a missing file returns nil (estimate, then save).
+func (b *biasFlags) loadPrior(model debias.ModelID) (*debias.Prior, error) {
+	if b.priorFile == "" {
+		return nil, nil
+	}
+	p, err := debias.LoadPrior(b.priorFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--prior: %w", err)}
+	}
+	if err := p.Check(model, contract.PROMPT_VERSION); err != nil {
+		return nil, usageError{fmt.Errorf("--prior %s: %w; estimate a new one (another file name)", b.priorFile, err)}
+	}
+	return p, nil
+}
+
+// spoolInput makes r a regular file that can be read more than once (PriDe reads its input
+// twice before deciding): a file is used as it is; stdin or a pipe is copied to a temporary
+// file, removed by the returned function.
+func spoolInput(r io.Reader) (*os.File, func(), error) {
+	if f, ok := r.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			return f, func() {}, nil
+		}
+	}
+	tmp, err := os.CreateTemp("", "jev-rows-*.jsonl")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() { _ = tmp.Close(); _ = os.Remove(tmp.Name()) }
+	if _, err := io.Copy(tmp, r); err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("reading rows: %w", err)
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return tmp, cleanup, nil
+}
+
+// priorSample picks PriDe's estimation rows from a rows file: for each option count k ≥ 2,
+// debias.SampleIndices among the valid rows with k options. It returns the rows with their
+// line numbers, in file order, and rewinds f.
+func priorSample(f *os.File, fraction float64, minRows int) (rows []contract.Row, lines []int, err error) {
+	byK := map[int][]int{}
+	if err := scanLines(f, func(line []byte, lineNo int) {
+		if row, err := contract.ParseRow(line); err == nil && len(row.Options) > 1 {
+			byK[len(row.Options)] = append(byK[len(row.Options)], lineNo)
+		}
+	}); err != nil {
+		return nil, nil, err
+	}
+	want := map[int]bool{}
+	for _, ls := range byK {
+		for _, i := range debias.SampleIndices(len(ls), fraction, minRows) {
+			want[ls[i]] = true
+		}
+	}
+	if err := scanLines(f, func(line []byte, lineNo int) {
+		if want[lineNo] {
+			row, _ := contract.ParseRow(line)
+			rows, lines = append(rows, row), append(lines, lineNo)
+		}
+	}); err != nil {
+		return nil, nil, err
+	}
+	return rows, lines, nil
+}
+
+// scanLines calls fn for every line of f (trimmed, numbered from 1), then rewinds f.
+func scanLines(f *os.File, fn func(line []byte, lineNo int)) error {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	br := bufio.NewReaderSize(f, 1<<20)
+	for lineNo := 1; ; lineNo++ {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			fn(bytes.TrimSpace(line), lineNo)
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reading rows: %w", err)
+		}
+	}
+	_, err := f.Seek(0, io.SeekStart)
+	return err
+}
+
+// estimatePrior runs PriDe's estimation on the sample of f and returns the prior and the
+// sample rows' decisions by line number (each decided from its cyclic permutations).
+func estimatePrior(ctx context.Context, e *engine.Engine, f *os.File, b *biasFlags, model debias.ModelID, stderr io.Writer, quiet bool) (*debias.Prior, map[int]engine.Outcome, error) {
+	rows, lines, err := priorSample(f, b.sampleFrac, b.sampleMinRn)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(rows) == 0 {
+		return nil, nil, errors.New("--debias pride: no row with two or more options to estimate the prior from")
+	}
+	perms := 0
+	for _, r := range rows {
+		perms += len(r.Options)
+	}
+	if !quiet {
+		fmt.Fprintf(stderr, "jev decide: PriDe: estimating the letter prior from %d rows under all their cyclic permutations (%d prompts)...\n", len(rows), perms)
+	}
+	start := time.Now()
+	prior, outs, err := e.EstimatePrior(ctx, rows)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--debias pride: estimating the prior: %w", err)
+	}
+	prior.Model = model
+	byLine := make(map[int]engine.Outcome, len(outs))
+	for i, o := range outs {
+		byLine[lines[i]] = o
+	}
+	if !quiet {
+		fmt.Fprintf(stderr, "jev decide: PriDe: prior estimated in %.1fs: %s\n", time.Since(start).Seconds(), formatPrior(prior))
+	}
+	return prior, byLine, nil
+}
+
+// formatPrior prints each option count's prior as "8 options: A 0.12 B 0.31 ...".
+func formatPrior(p *debias.Prior) string {
+	var ks []int
+	for k := range p.ByOptions {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	var parts []string
+	for _, k := range ks {
+		lp := p.ByOptions[k]
+		var b strings.Builder
+		fmt.Fprintf(&b, "%d options (%d rows):", k, lp.SampleRows)
+		for i, v := range lp.Prior {
+			fmt.Fprintf(&b, " %c %.3f", contract.LETTERS[i], v)
+		}
+		parts = append(parts, b.String())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// sampledDecider answers PriDe's sample rows with the decisions the estimation already made
+// and decides the others through d.
+type sampledDecider struct {
+	rowDecider
+	byLine map[int]engine.Outcome
+}
+
+func (s sampledDecider) decide(ctx context.Context, row contract.Row, lineNo int) (any, *decided, error) {
+	if o, ok := s.byLine[lineNo]; ok {
+		if o.Err != nil {
+			return nil, nil, o.Err
+		}
+		return o.Result, resultDecided(o.Result), nil
+	}
+	return s.rowDecider.decide(ctx, row, lineNo)
+}

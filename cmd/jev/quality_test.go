@@ -1,0 +1,75 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gojev/gojev/decide"
+	"github.com/gojev/gojev/internal/report"
+	"github.com/gojev/gojev/internal/testenv"
+)
+
+// Decision quality on the default model (the one make demo and make eval use). These tests
+// decide real labelled rows and assert accuracy, so a change that makes the decisions wrong
+// fails CI even when every exactness test passes. JEV_QUALITY_OUT keeps their results files
+// (.ci/run prints a jev report of them).
+
+func qualityDir(t *testing.T) string {
+	if d := os.Getenv("JEV_QUALITY_OUT"); d != "" {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		return d
+	}
+	return t.TempDir()
+}
+
+// TestDemoTicketsOnTheDefaultModel is make demo: the 12 example tickets, at least 10 right,
+// printed one readable line each.
+func TestDemoTicketsOnTheDefaultModel(t *testing.T) {
+	model := testenv.DefaultModel(t, decide.DefaultModelFile)
+	rows := filepath.Join(testenv.RepoRoot(t), "examples", "tickets.jsonl")
+	out := filepath.Join(qualityDir(t), "demo.jsonl")
+	code, _, stderr := jev(t, "", "decide", "-m", model, "-t", "2", "-i", rows, "-o", out)
+	require.Equal(t, 0, code, stderr)
+	runs, err := report.Load(out, "demo")
+	require.NoError(t, err)
+	m := report.Compute(runs[0])
+	t.Logf("make demo on %s: %d/%d right; %s", filepath.Base(model), m.Correct, m.Labelled, strings.TrimSpace(stderr))
+	assert.Equal(t, 12, m.Labelled)
+	assert.GreaterOrEqual(t, m.Correct, 10)
+
+	code, stdout, stderr := jev(t, "", "decide", "-m", model, "-t", "2", "-i", rows, "--format", "text", "-q")
+	require.Equal(t, 0, code, stderr)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	require.Len(t, lines, 12)
+	assert.Equal(t, m.Correct, strings.Count(stdout, "✓"), "one readable line per ticket, marked against its label")
+}
+
+// TestBanking77SampleOnTheDefaultModel decides the 200-row Banking77 sample (8 options) with
+// --debias pride, which keeps each row's raw choice beside the debiased one: raw accuracy at
+// least 60 %, PriDe at least as accurate, and PriDe's largest chosen-letter share lower than
+// the raw one. About 15 minutes on two cores.
+func TestBanking77SampleOnTheDefaultModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: deciding 200 rows with the default model takes about 15 minutes on two cores")
+	}
+	model := testenv.DefaultModel(t, decide.DefaultModelFile)
+	rows := testenv.SharedData(t, "banking77/sample-200-8opt.jsonl")
+	out := filepath.Join(qualityDir(t), "banking77-pride.jsonl")
+	code, _, stderr := jev(t, "", "decide", "-m", model, "-t", "2", "-i", rows, "-o", out, "--debias", "pride", "-q")
+	require.Equal(t, 0, code, stderr)
+	runs, err := report.Load(out, "pride")
+	require.NoError(t, err)
+	require.Len(t, runs, 2)
+	pride, raw := report.Compute(runs[0]), report.Compute(runs[1])
+	t.Logf("Banking77 sample, %s: raw %.1f%% (top letter %s %.0f%%), PriDe %.1f%% (top letter %s %.0f%%)", filepath.Base(model),
+		100*raw.Accuracy, raw.TopLetter, 100*raw.TopLetterShare, 100*pride.Accuracy, pride.TopLetter, 100*pride.TopLetterShare)
+	assert.Equal(t, 200, raw.Labelled)
+	assert.GreaterOrEqual(t, raw.Accuracy, 0.60)
+	assert.GreaterOrEqual(t, pride.Accuracy, raw.Accuracy)
+	assert.Less(t, pride.TopLetterShare, raw.TopLetterShare)
+}

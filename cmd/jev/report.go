@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/gojev/gojev/internal/report"
+)
+
+const reportSynopsis = `Usage: jev report [--html report.html] [--json report.json] RESULTS.jsonl[=NAME] ...
+
+Reads one or more jev decide results files (with their run files, RESULTS.jsonl.run.json,
+when present) and reports, side by side: accuracy over the labelled rows with its 95 % Wilson
+interval, macro-F1, per-label precision, recall and F1, the confusion matrix, the chosen
+letters against the gold letters (position bias at a glance), the expected calibration error
+with a reliability diagram, latency p50/p95 and decisions/s, and each run's model (name, file
+sha256), contract and flags. A file decided with --debias or --permute gives two runs: its
+debiased choices and its raw ones, from the same decodes. Each run after the first is paired
+with the first on the rows both decided (McNemar's exact test).
+
+The table goes to stdout; --json writes the figures (- for stdout, instead of the table) and
+--html a self-contained page with the plots. NAME names a run (default: the file name).
+
+  jev report out/raw.jsonl out/pride.jsonl=PriDe --html out/report.html`
+
+func runReport(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	var htmlPath, jsonPath string
+	stringFlag(fs, &htmlPath, "html", "", "write a self-contained HTML report with the plots to `file`")
+	stringFlag(fs, &jsonPath, "json", "", "write the figures as JSON to `file` (- for stdout)")
+	// Flags may follow the files: parse, take the files, parse the rest.
+	var files []string
+	rest := args
+	for {
+		if err := parseFlagsLoose(fs, rest, stderr, reportSynopsis); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		files = append(files, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if len(files) == 0 {
+		return usageError{errors.New("name at least one results file (jev decide -o FILE); jev report -h explains")}
+	}
+	var runs []*report.Run
+	for _, f := range files {
+		path, name, _ := strings.Cut(f, "=")
+		rs, err := report.Load(path, name)
+		if err != nil {
+			return usageError{err}
+		}
+		runs = append(runs, rs...)
+	}
+	rep := report.Build(runs)
+	if jsonPath == "-" {
+		return rep.WriteJSON(stdout)
+	}
+	if err := rep.WriteText(stdout); err != nil {
+		return err
+	}
+	if jsonPath != "" {
+		if err := writeFile(jsonPath, rep.WriteJSON); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "jev report: figures written to %s\n", jsonPath)
+	}
+	if htmlPath != "" {
+		if err := writeFile(htmlPath, rep.WriteHTML); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "jev report: HTML report written to %s\n", htmlPath)
+	}
+	return nil
+}
+
+// writeFile writes what write produces to path, replacing it only when complete.
+func writeFile(path string, write func(io.Writer) error) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		_ = f.Close()
+		_ = os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// parseFlagsLoose parses args into fs and leaves positional arguments to the caller; -h prints
+// the usage and returns errHelp.
+func parseFlagsLoose(fs *flag.FlagSet, args []string, stderr io.Writer, synopsis string) error {
+	// The flag package prints the usage on every parse error; print it only for -h, and
+	// answer a mistake with the mistake and a pointer to -h.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stderr, "%s\n\nFlags:\n", synopsis)
+			printFlags(stderr, fs)
+			return errHelp
+		}
+		return usageError{fmt.Errorf("%w (jev %s -h lists the flags)", err, fs.Name())}
+	}
+	return nil
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/gojev/gojev/decide"
+	"github.com/gojev/gojev/engine"
+)
+
+// recordEncoder turns one output record into one complete line.
+type recordEncoder func(rec any) ([]byte, error)
+
+// textEncoder writes records for a person: one line per row with its id, the chosen option,
+// its probability and, when the row is labelled, ✓ or ✗ (with the label when wrong); under bias
+// control the raw choice when it differs. Error records read "id  error: …". color adds ANSI
+// colours to the marks (a terminal).
+func textEncoder(color bool) recordEncoder {
+	mark := func(ok bool) string {
+		switch {
+		case ok && color:
+			return "\033[32m✓\033[0m"
+		case ok:
+			return "✓"
+		case color:
+			return "\033[31m✗\033[0m"
+		}
+		return "✗"
+	}
+	return func(rec any) ([]byte, error) {
+		var b strings.Builder
+		switch r := rec.(type) {
+		case *engine.Result:
+			if err := checkEncodable(r); err != nil {
+				return nil, err
+			}
+			what := "p"
+			if r.Candidates != nil {
+				what = "p_yes"
+			}
+			fmt.Fprintf(&b, "%-12s %-20s %s=%.3f", idText(r.ID), r.Chosen, what, r.Probability)
+			if r.ChosenLetter != "" {
+				fmt.Fprintf(&b, " (%s)", r.ChosenLetter)
+			}
+			if r.Correct != nil {
+				b.WriteString("  " + mark(*r.Correct))
+				if !*r.Correct {
+					b.WriteString(" label " + r.Label)
+				}
+			}
+			if r.Debias != nil && r.Debias.RawChosen != r.Chosen {
+				fmt.Fprintf(&b, "  (%s; raw: %s)", r.Debias.Method, r.Debias.RawChosen)
+			}
+		case *decide.Decision:
+			if err := checkEncodable(r); err != nil {
+				return nil, err
+			}
+			p := 0.0
+			for _, o := range r.Options {
+				if o.ID == r.Chosen {
+					p = o.Probability
+				}
+			}
+			fmt.Fprintf(&b, "%-12s %-20s p=%.3f (%s)", idText(r.ID), r.Chosen, p, r.ChosenLetter)
+			if r.Correct != nil {
+				b.WriteString("  " + mark(*r.Correct))
+				if !*r.Correct {
+					b.WriteString(" label " + r.Label)
+				}
+			}
+		case errorRecord:
+			fmt.Fprintf(&b, "%-12s error (line %d): %s", idText(r.ID), r.Line, r.Error)
+		case renderRecord:
+			id, _ := r.ID.(json.RawMessage)
+			fmt.Fprintf(&b, "### %s  %s  %d tokens  sha256 %s\n%s\n", idText(id), r.PromptVersion, r.NPromptTokens, r.PromptSHA256, r.Prompt)
+		default:
+			return newLineEncoder().encode(rec)
+		}
+		b.WriteByte('\n')
+		return []byte(b.String()), nil
+	}
+}
+
+// checkEncodable fails for a record JSON cannot encode (a NaN from a damaged model), so the
+// text path turns it into the same error record as the JSONL path.
+func checkEncodable(rec any) error {
+	_, err := json.Marshal(rec)
+	return err
+}
+
+// idText prints a row id: a string without its quotes, a number as it is.
+func idText(id json.RawMessage) string {
+	var s string
+	if json.Unmarshal(id, &s) == nil {
+		return s
+	}
+	if len(id) == 0 {
+		return "null"
+	}
+	return string(id)
+}
