@@ -1,10 +1,13 @@
 # gojev: build llama.cpp once (cached), build jev, fetch the default model, run the tests.
 #
 #   make            native libraries (cached under ~/.cache/gojev) + bin/jev
-#   make demo       decide examples/tickets.jsonl with the default model
-#   make eval ROWS=rows.jsonl   decide a labelled row file and print the summary
-#   make test       the whole test suite, including tests on the real default model and the
-#                   parity checks against llama-server (built from the same pin by make server)
+#   make demo       decide examples/tickets.jsonl with the default model, one readable line a row
+#   make eval ROWS=rows.jsonl [EVAL_FLAGS="--debias pride"]
+#                   decide a labelled row file into out/eval.jsonl and report on it
+#                   (out/eval.html: accuracy, F1, confusion, letters, calibration)
+#   make model      fetch the default model once (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1.1 GB)
+#   make test       the whole test suite: the small test model for most tests, the default model
+#                   for decision quality, parity with llama-server (built by make server)
 #   make soak       10,000 decisions in one process: RSS growth after warm-up (a CI step)
 #   make server     llama-server and llama-bench from the pinned llama.cpp (tests, jev parity/bench)
 #   make parity     jev parity on examples/tickets.jsonl (ROWS=... for your own rows)
@@ -12,6 +15,7 @@
 #
 # GOJEV_CUDA=1 / GOJEV_METAL=1 build a GPU backend (untested here); GOJEV_CACHE moves the cache;
 # LLAMA_CPP_DIR uses your own llama.cpp checkout; JEV_MODEL uses your own model.
+# Help: make help
 
 SHELL := /bin/bash
 GO ?= go
@@ -26,12 +30,12 @@ ROWS ?= examples/tickets.jsonl
 THREADS ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu)
 JEV := bin/jev
 
-.PHONY: all native server model build demo eval parity bench test soak vet clean help
+.PHONY: all native server model model-small build demo eval parity bench test soak vet clean help
 
 all: build
 
 help:
-	@sed -n '1,16p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '1,20p' Makefile | sed 's/^# \{0,1\}//'
 
 native:
 	@./third_party/build-native.sh >/dev/null
@@ -42,16 +46,20 @@ server:
 model:
 	@./scripts/fetch-model.sh >/dev/null
 
+model-small:
+	@./scripts/fetch-model.sh small >/dev/null
+
 build: native
-	$(GO) build $(TAGS) -o $(JEV) ./cmd/jev
+	$(GO) build -buildvcs=auto $(TAGS) -o $(JEV) ./cmd/jev
 
 demo: build model
-	$(JEV) decide -m "$$(./scripts/fetch-model.sh)" -t $(THREADS) -i examples/tickets.jsonl
+	$(JEV) decide -m "$$(./scripts/fetch-model.sh)" -t $(THREADS) -i examples/tickets.jsonl --format text
 
+EVAL_FLAGS ?=
 eval: build model
 	@mkdir -p out
-	$(JEV) decide -m "$$(./scripts/fetch-model.sh)" -t $(THREADS) -i $(ROWS) -o out/eval.jsonl
-	@echo "results: out/eval.jsonl"
+	$(JEV) decide -m "$$(./scripts/fetch-model.sh)" -t $(THREADS) -i $(ROWS) -o out/eval.jsonl $(EVAL_FLAGS)
+	$(JEV) report out/eval.jsonl --html out/eval.html --json out/eval.report.json
 
 parity: build server model
 	$(JEV) parity -m "$$(./scripts/fetch-model.sh)" -t $(THREADS) -i $(ROWS)
@@ -61,13 +69,13 @@ bench: build server model
 	@mkdir -p out
 	$(JEV) bench -m "$$(./scripts/fetch-model.sh)" -t $(THREADS) -i $(BENCH_ROWS) -o out/bench.json $(BENCH_FLAGS)
 
-test: native server model
+test: native server model model-small
 	@python3 -c 'import jinja2' 2>/dev/null || python3 -m pip install --quiet 'jinja2==3.1.6'
 	@[ -d ../shared/data ] || [ -n "$$GOJEV_SHARED_DATA" ] || echo "note: no ../shared/data beside this clone: the tests that need it skip (go test -v says which); CI=true makes them fail instead"
-	JEV_MODEL="$$(./scripts/fetch-model.sh)" $(GO) test $(TAGS) -count=1 -timeout 40m ./...
+	JEV_SMALL_MODEL="$$(./scripts/fetch-model.sh small)" JEV_MODEL="$$(./scripts/fetch-model.sh)" $(GO) test $(TAGS) -count=1 -timeout 60m ./...
 
-soak: native model
-	JEV_SOAK_DECISIONS=$${JEV_SOAK_DECISIONS:-10000} JEV_MODEL="$$(./scripts/fetch-model.sh)" $(GO) test $(TAGS) -count=1 -timeout 40m -run '^TestSoak$$' -v ./decide/
+soak: native model-small
+	JEV_SOAK_DECISIONS=$${JEV_SOAK_DECISIONS:-10000} JEV_SMALL_MODEL="$$(./scripts/fetch-model.sh small)" $(GO) test $(TAGS) -count=1 -timeout 40m -run '^TestSoak$$' -v ./decide/
 
 vet: native
 	$(GO) vet $(TAGS) ./...
