@@ -44,19 +44,33 @@ func exampleRows(t *testing.T) []contract.Row {
 	return testenv.Rows(t, filepath.Join(testenv.RepoRoot(t), "examples", "tickets.jsonl"), 100)
 }
 
-func TestSlotsResolveOnTheDefaultModel(t *testing.T) {
-	d := openDefault(t, decide.Options{})
-	c := d.Check()
-	require.Len(t, c.Slots, 16)
-	seen := map[int32]bool{}
-	for i, s := range c.Slots {
-		assert.Equal(t, contract.LETTERS[i:i+1], s.Letter)
-		assert.Equal(t, s.Letter, s.Piece, "slot %s decodes to itself", s.Letter)
-		assert.False(t, seen[s.Token], "slot tokens are distinct")
-		seen[s.Token] = true
+// TestSlotsResolveOnRealModels runs the start-up checks on both models the project fetches:
+// the small test model and the default one.
+func TestSlotsResolveOnRealModels(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		model func(testing.TB) string
+	}{
+		{"small", testenv.SmallModel},
+		{"default", func(tb testing.TB) string { return testenv.DefaultModel(tb, decide.DefaultModelFile) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := decide.Open(tc.model(t), decide.Options{NThreads: 2})
+			require.NoError(t, err)
+			defer d.Close()
+			c := d.Check()
+			require.Len(t, c.Slots, 16)
+			seen := map[int32]bool{}
+			for i, s := range c.Slots {
+				assert.Equal(t, contract.LETTERS[i:i+1], s.Letter)
+				assert.Equal(t, s.Letter, s.Piece, "slot %s decodes to itself", s.Letter)
+				assert.False(t, seen[s.Token], "slot tokens are distinct")
+				seen[s.Token] = true
+			}
+			assert.True(t, c.BoundaryHolds)
+			assert.Len(t, c.TemplateSHA256, 64)
+		})
 	}
-	assert.True(t, c.BoundaryHolds)
-	assert.Len(t, c.TemplateSHA256, 64)
 }
 
 func TestDecisionsOnRealRows(t *testing.T) {
