@@ -72,7 +72,7 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 // WriteText writes the comparison table a person reads in a terminal.
 func (rep *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-28s %6s %18s %8s %6s %10s %9s %9s %8s\n", "run", "rows", "accuracy (95% CI)", "macro-F1", "ECE", "top letter", "p50 ms", "p95 ms", "dec/s")
+	fmt.Fprintf(&b, "%-28s %6s %20s %8s %6s %10s %8s %8s %8s\n", "run", "rows", "accuracy (95% CI)", "macro-F1", "ECE", "top letter", "p50 s", "p95 s", "dec/s")
 	for _, r := range rep.Runs {
 		acc := "n/a"
 		if r.Labelled > 0 {
@@ -86,7 +86,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 		if r.DecisionsPerS != nil {
 			dps = fmt.Sprintf("%.3f", *r.DecisionsPerS)
 		}
-		fmt.Fprintf(&b, "%-28s %6d %18s %8.3f %6.3f %10s %9.0f %9.0f %8s\n", truncate(r.Name, 28), r.Rows, acc, r.MacroF1, r.ECE, top, r.LatencyP50MS, r.LatencyP95MS, dps)
+		fmt.Fprintf(&b, "%-28s %6d %20s %8.3f %6.3f %10s %8.1f %8.1f %8s\n", truncate(r.Name, 28), r.Rows, acc, r.MacroF1, r.ECE, top, r.LatencyP50MS/1000, r.LatencyP95MS/1000, dps)
 	}
 	for _, r := range rep.Runs {
 		if r.Paired != nil && r.Paired.Rows > 0 {
@@ -94,14 +94,21 @@ func (rep *Report) WriteText(w io.Writer) error {
 				r.Name, r.Paired.Against, r.Paired.Rows, r.Paired.Gained, r.Paired.Lost, r.Paired.PValue)
 		}
 	}
+	// One line per model and contract, naming the runs that used it.
+	var keys []string
+	byKey := map[string][]string{}
 	for _, r := range rep.Runs {
-		if r.Model != "" || r.File != "" {
-			fmt.Fprintf(&b, "%s: model %s (%s, sha256 %.16s…), %s", r.Name, r.Model, r.File, r.ModelSHA, r.Contract)
-			if r.Method != "" {
-				fmt.Fprintf(&b, ", %s", r.Method)
-			}
-			b.WriteString("\n")
+		if r.Model == "" && r.File == "" {
+			continue
 		}
+		k := fmt.Sprintf("model %s (%s, sha256 %.16s…), %s", r.Model, r.File, r.ModelSHA, r.Contract)
+		if byKey[k] == nil {
+			keys = append(keys, k)
+		}
+		byKey[k] = append(byKey[k], r.Name)
+	}
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s: %s\n", k, strings.Join(byKey[k], ", "))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -317,15 +324,15 @@ const pageTemplate = `<!DOCTYPE html>
 body{font:13px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1180px;color:#222;padding:0 16px}
 h1{font-size:22px;margin-bottom:4px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #e3e3e3;padding-bottom:4px}
 table{border-collapse:collapse;margin:8px 0}th,td{padding:4px 10px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
-th{background:#f6f6f6;font-weight:600}td.l,th.l{text-align:left}.muted{color:#777}.swatch{display:inline-block;width:10px;height:10px;margin-right:6px;border-radius:2px}
+th{background:#f6f6f6;font-weight:600}td.wrap{white-space:normal;max-width:190px}td.l,th.l{text-align:left}.muted{color:#777}.swatch{display:inline-block;width:10px;height:10px;margin-right:6px;border-radius:2px}
 .grid{display:flex;flex-wrap:wrap;gap:18px}.card{border:1px solid #e6e6e6;border-radius:6px;padding:10px 12px}.card h3{font-size:14px;margin:0 0 6px}
 details{margin:6px 0}summary{cursor:pointer;color:#0b5394}code{font-size:12px;background:#f4f4f4;padding:1px 4px;border-radius:3px}
 </style></head><body>
 <h1>gojev evaluation report</h1>
 <p class="muted">{{len .Runs}} run(s), generated {{.Generated.Format "2006-01-02 15:04 UTC"}} by <code>jev report</code>.</p>
 <h2>Summary</h2>
-<table><tr><th class="l">run</th><th class="l">model</th><th class="l">contract</th><th class="l">bias control</th><th>rows (errors)</th><th>accuracy (95% CI)</th><th>macro-F1</th><th>ECE</th><th>top letter</th><th>latency p50 / p95</th><th>decisions/s</th><th class="l">vs first run</th></tr>
-{{range $i, $r := .Runs}}<tr><td class="l"><span class="swatch" style="background:{{colour $i}}"></span>{{$r.Name}}</td><td class="l">{{if $r.Model}}{{$r.Model}}{{else}}<span class="muted">not recorded</span>{{end}}</td><td class="l">{{$r.Contract}}</td><td class="l">{{if $r.Method}}{{$r.Method}}{{else}}none{{end}}</td>
+<table><tr><th class="l">run</th><th class="l">model</th><th class="l">bias control</th><th>rows (errors)</th><th>accuracy (95% CI)</th><th>macro-F1</th><th>ECE</th><th>top letter</th><th>latency p50 / p95</th><th>decisions/s</th><th class="l">vs first run</th></tr>
+{{range $i, $r := .Runs}}<tr><td class="l"><span class="swatch" style="background:{{colour $i}}"></span>{{$r.Name}}</td><td class="l wrap">{{if $r.Model}}{{$r.Model}}{{else}}<span class="muted">not recorded</span>{{end}}</td><td class="l">{{if $r.Method}}{{$r.Method}}{{else}}none{{end}}</td>
 <td>{{$r.Rows}} ({{$r.Errors}})</td><td><b>{{pct $r.Accuracy}}</b> <span class="muted">({{pct $r.AccuracyCI.Low}}–{{pct $r.AccuracyCI.High}})</span></td><td>{{f3 $r.MacroF1}}</td><td>{{f3 $r.ECE}}</td>
 <td>{{if $r.TopLetter}}{{$r.TopLetter}} {{pct $r.TopLetterShare}}{{else}}n/a{{end}}</td><td>{{secs $r.LatencyP50MS}} / {{secs $r.LatencyP95MS}}</td><td>{{dps $r.DecisionsPerS}}</td>
 <td class="l">{{with $r.Paired}}+{{.Gained}} / −{{.Lost}} (p={{pval .PValue}}){{else}}—{{end}}</td></tr>
@@ -345,7 +352,7 @@ details{margin:6px 0}summary{cursor:pointer;color:#0b5394}code{font-size:12px;ba
 {{range $r.Labels}}<tr><td class="l">{{.Label}}</td><td>{{f3 .Precision}}</td><td>{{f3 .Recall}}</td><td>{{f3 .F1}}</td><td>{{.Support}}</td><td>{{.Predicted}}</td></tr>{{end}}</table></div></div></details>
 {{end}}
 <h2>Runs</h2>
-<table><tr><th class="l">run</th><th class="l">results file</th><th class="l">model file</th><th class="l">sha256</th><th class="l">jev</th><th class="l">llama.cpp</th><th>threads</th><th class="l">flags</th></tr>
-{{range .Runs}}<tr><td class="l">{{.Name}}</td><td class="l"><code>{{.Path}}</code></td><td class="l">{{.File}}</td><td class="l"><code title="{{.ModelSHA}}">{{short .ModelSHA}}</code></td><td class="l">{{.Jev}}</td><td class="l">{{.LlamaCpp}}</td><td>{{.NThreads}}</td><td class="l"><code>{{join .Args " "}}</code></td></tr>{{end}}</table>
+<table><tr><th class="l">run</th><th class="l">results file</th><th class="l">contract</th><th class="l">model file</th><th class="l">sha256</th><th class="l">jev</th><th class="l">llama.cpp</th><th>threads</th><th class="l">flags</th></tr>
+{{range .Runs}}<tr><td class="l">{{.Name}}</td><td class="l"><code>{{.Path}}</code></td><td class="l">{{.Contract}}</td><td class="l">{{.File}}</td><td class="l"><code title="{{.ModelSHA}}">{{short .ModelSHA}}</code></td><td class="l">{{.Jev}}</td><td class="l">{{.LlamaCpp}}</td><td>{{.NThreads}}</td><td class="l"><code>{{join .Args " "}}</code></td></tr>{{end}}</table>
 </body></html>
 `
