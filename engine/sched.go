@@ -134,15 +134,16 @@ func (s *scheduler) run(round []*prompt) {
 }
 
 // decode decodes tokens in sequence 0 after the prefix already cached and returns a copy of
-// the next-token logits and how many tokens it decoded. At least two tokens are decoded, in
-// near-equal chunks of at most n_batch (backend.Chunks: no one-token batch, whose CPU
-// matrix-vector path gives different logits).
+// the next-token logits and how many tokens it decoded. backend.DecodePlan says what to keep
+// and how to batch: the shared prefix rounded down to a multiple of backend.Align, at least
+// two tokens decoded, near-equal chunks of at most n_batch aligned to absolute positions, so
+// every token is computed exactly as when its prompt is decoded alone.
 func (s *scheduler) decode(ctx context.Context, tokens []llama.Token) ([]float32, int, error) {
 	e := s.e
-	keep := max(0, min(commonPrefix(s.cached, tokens), len(tokens)-2))
+	keep, spans := backend.DecodePlan(s.cached, tokens, e.opts.NBatch)
 	if keep < len(s.cached) {
 		if ok, err := e.lctx.SeqRm(0, keep, -1); err != nil || !ok {
-			keep = 0
+			keep, spans = backend.DecodePlan(nil, tokens, e.opts.NBatch)
 			if err := e.lctx.MemoryClear(); err != nil {
 				return nil, 0, err
 			}
@@ -150,9 +151,9 @@ func (s *scheduler) decode(ctx context.Context, tokens []llama.Token) ([]float32
 	}
 	s.cached = s.cached[:keep]
 	last := 0
-	for _, span := range backend.Chunks(len(tokens)-keep, e.opts.NBatch) {
+	for _, span := range spans {
 		e.batch.Clear()
-		for i := keep + span[0]; i < keep+span[1]; i++ {
+		for i := span[0]; i < span[1]; i++ {
 			row, err := e.batch.Add(tokens[i], i, []int{0}, i == len(tokens)-1)
 			if err != nil {
 				return nil, 0, err
@@ -170,7 +171,7 @@ func (s *scheduler) decode(ctx context.Context, tokens []llama.Token) ([]float32
 			_ = e.lctx.MemoryClear()
 			return nil, 0, err
 		}
-		s.cached = append(s.cached, tokens[keep+span[0]:keep+span[1]]...)
+		s.cached = append(s.cached, tokens[span[0]:span[1]]...)
 		e.stats.decodedTokens.Add(int64(span[1] - span[0]))
 	}
 	logits, err := e.lctx.Logits(last)
@@ -178,14 +179,6 @@ func (s *scheduler) decode(ctx context.Context, tokens []llama.Token) ([]float32
 		return nil, 0, err
 	}
 	return slices.Clone(logits), len(tokens) - keep, nil
-}
-
-func commonPrefix(a, b []llama.Token) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return n
 }
 
 func compareTokens(a, b []llama.Token) int {
