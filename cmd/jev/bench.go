@@ -20,7 +20,7 @@ import (
 	"github.com/gojev/gojev/llama"
 )
 
-const benchSynopsis = `Usage: jev bench -m MODEL.gguf [-i rows.jsonl] [--contract direct|binary] [-o bench.json] [flags]
+const benchSynopsis = `Usage: jev bench [-m MODEL.gguf] [-i rows.jsonl] [--contract direct|binary] [-o bench.json] [flags]
 
 Runs the same rows through each decision path, one after the other, and measures them:
   engine      the batching engine: shared prefixes decoded once, results in input order

@@ -115,15 +115,17 @@ func spoolInput(r io.Reader) (*os.File, func(), error) {
 
 // priorSample picks PriDe's estimation rows from a rows file: for each option count k ≥ 2,
 // debias.SampleIndices among the valid rows with k options. It returns the rows with their
-// line numbers, in file order, and rewinds f.
-func priorSample(f *os.File, fraction float64, minRows int) (rows []contract.Row, lines []int, err error) {
+// line numbers, in file order, and the number of valid rows with 2 or more options, and
+// rewinds f.
+func priorSample(f *os.File, fraction float64, minRows int) (rows []contract.Row, lines []int, total int, err error) {
 	byK := map[int][]int{}
 	if err := scanLines(f, func(line []byte, lineNo int) {
 		if row, err := contract.ParseRow(line); err == nil && len(row.Options) > 1 {
 			byK[len(row.Options)] = append(byK[len(row.Options)], lineNo)
+			total++
 		}
 	}); err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	want := map[int]bool{}
 	for _, ls := range byK {
@@ -137,9 +139,9 @@ func priorSample(f *os.File, fraction float64, minRows int) (rows []contract.Row
 			rows, lines = append(rows, row), append(lines, lineNo)
 		}
 	}); err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
-	return rows, lines, nil
+	return rows, lines, total, nil
 }
 
 // scanLines calls fn for every line of f (trimmed, numbered from 1), then rewinds f.
@@ -167,7 +169,7 @@ func scanLines(f *os.File, fn func(line []byte, lineNo int)) error {
 // estimatePrior runs PriDe's estimation on the sample of f and returns the prior and the
 // sample rows' decisions by line number (each decided from its cyclic permutations).
 func estimatePrior(ctx context.Context, e *engine.Engine, f *os.File, b *biasFlags, model debias.ModelID, stderr io.Writer, quiet bool) (*debias.Prior, map[int]engine.Outcome, error) {
-	rows, lines, err := priorSample(f, b.sampleFrac, b.sampleMinRn)
+	rows, lines, total, err := priorSample(f, b.sampleFrac, b.sampleMinRn)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -180,6 +182,10 @@ func estimatePrior(ctx context.Context, e *engine.Engine, f *os.File, b *biasFla
 	}
 	if !quiet {
 		fmt.Fprintf(stderr, "jev decide: PriDe: estimating the letter prior from %d rows under all their cyclic permutations (%d prompts)...\n", len(rows), perms)
+		if 2*len(rows) > total {
+			fmt.Fprintf(stderr, "jev decide: PriDe: the sample is %d of the %d rows (at least %d are sampled), so this run costs nearly --permute cyclic; on a large file it costs about 1 + %.2f(k-1) times the raw run, and --prior FILE saves the prior for later runs\n",
+				len(rows), total, b.sampleMinRn, b.sampleFrac)
+		}
 	}
 	start := time.Now()
 	prior, outs, err := e.EstimatePrior(ctx, rows)

@@ -11,7 +11,7 @@ import (
 	"github.com/gojev/gojev/contract"
 )
 
-const checkSynopsis = `Usage: jev check -m MODEL.gguf [flags]
+const checkSynopsis = `Usage: jev check [-m MODEL.gguf] [flags]
 
 Runs the start-up checks a model must pass before it is scored: the sixteen answer slots
 A..P are single, distinct tokens that decode back to "ABCDEFGHIJKLMNOP", and appending a

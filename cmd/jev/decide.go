@@ -21,26 +21,37 @@ import (
 	"github.com/gojev/gojev/engine"
 )
 
-const decideSynopsis = `Usage: jev decide -m MODEL.gguf [-i rows.jsonl] [-o out.jsonl] [--contract binary] [flags]
+const decideSynopsis = `Usage: jev decide [-m MODEL.gguf] [-i rows.jsonl] [-o out.jsonl] [--contract binary] [--debias pride] [flags]
 
 Decides every row under the direct-options-v1 contract (or --contract binary:
 binary-candidates-v1) and writes one JSON line per input line, in input order: the chosen
 option, each option's logit, logprob and probability (binary: each candidate's p_yes, yes/no
 logits and logprobs, rank and its own prompt_sha256), the prompt_version, the prompt_sha256,
-and the backend, renderer and template_date. In-process, the engine decides --window rows at
-once and decodes the tokens their prompts share (system prompt, template head, a row's
-evidence for its binary candidates) only once; the results are bit-identical to deciding each
-prompt alone. A bad row (malformed JSON, a missing field, 0 or more
+and the backend, renderer and template_date; on a terminal (or with --format text), one
+readable line per row instead: id, chosen option, its probability, and ✓/✗ against the label.
+In-process, the engine decides --window rows at once and decodes the tokens their prompts
+share (system prompt, template head, a row's evidence for its binary candidates) only once;
+the results are bit-identical to deciding each prompt alone. A bad row (malformed JSON, a missing field, 0 or more
 than 16 options, duplicate option ids, a label that is not an option id, a prompt longer than
 n_ctx, content containing special-token text) gets {"id": ..., "line": N, "error": "..."} and
-the run goes on. A summary (rows, errors, accuracy where rows have a "label", decisions/s)
-goes to stderr. Ctrl-C (or SIGTERM) stops the run: the rows in flight (at most --window)
+the run goes on. A summary (rows, errors, accuracy where rows have a "label", the most chosen
+letter, decisions/s) goes to stderr, and a warning when one letter takes 80 % of 20 or more
+choices. Ctrl-C (or SIGTERM) stops the run: the rows in flight (at most --window)
 are dropped, and the output holds only whole lines, every row before them decided.
 
 --resume continues an interrupted run: with the same -i and -o, it keeps the records already
 in the -o file (dropping a last line cut short by a crash), skips every input row that has one
 (matched by id, and by line number for rows without an id) and appends the records of the
-rest, so that each input line ends up with exactly one output line.`
+rest, so that each input line ends up with exactly one output line.
+
+Position bias (the raw scores stay in every record; the debiased ones are added):
+  --debias pride      PriDe: a letter prior estimated from 5 % of the rows (at least 10) under
+                      all cyclic permutations of their options, no labels needed; then one
+                      decode per row (about 1 + 0.05(k-1) times the raw cost on a large file;
+                      on a small file the 10 sampled rows dominate). --prior FILE saves it, or
+                      reads it when the file exists.
+  --permute cyclic    every row under all k cyclic permutations, averaged (k times the cost).
+  --debias contextual with --contract binary: p_yes calibrated against content-free evidence.`
 
 func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("decide", flag.ContinueOnError)
@@ -209,6 +220,15 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 				bar.ChangeMax64(int64(n))
 			}
 		}
+	}
+	if text && !quiet && isTerminal(stderr) {
+		// No progress bar beside the lines: say that work has started, since the first line
+		// waits for its row and every row decided with it.
+		src := in
+		if src == "" {
+			src = "stdin"
+		}
+		fmt.Fprintf(stderr, "jev decide: deciding the rows of %s, %d at a time; each line prints once it and the rows before it are decided\n", src, window)
 	}
 	sum := summary{debiased: method != debias.None}
 	if !quiet {

@@ -2,11 +2,11 @@
 // each row's decision prompt through the model's own chat template and reads the next-token
 // logits of the answer letters.
 //
-//	jev decide -m MODEL.gguf [-i rows.jsonl] [-o out.jsonl]
-//	jev render -m MODEL.gguf -i rows.jsonl
-//	jev check  -m MODEL.gguf
-//	jev parity -m MODEL.gguf [-i rows.jsonl] [--runtime URL]
-//	jev bench  -m MODEL.gguf [-i rows.jsonl] [--contract binary] [-o bench.json]
+//	jev decide [-m MODEL.gguf] [-i rows.jsonl] [-o out.jsonl] [--debias pride]
+//	jev render [-m MODEL.gguf] -i rows.jsonl
+//	jev check  [-m MODEL.gguf]
+//	jev parity [-m MODEL.gguf] [-i rows.jsonl] [--runtime URL]
+//	jev bench  [-m MODEL.gguf] [-i rows.jsonl] [--contract binary] [-o bench.json]
 //	jev report out.jsonl [more.jsonl ...] [--html report.html] [--json report.json]
 //
 // Run `jev help` or `jev COMMAND -h` for the flags.
@@ -26,20 +26,24 @@ import (
 const usage = `jev makes LLM decisions in-process with llama.cpp.
 
 Usage:
-  jev decide -m MODEL.gguf [-i rows.jsonl] [-o out.jsonl]   decide every row (JSONL in, JSONL out)
-  jev render -m MODEL.gguf [-i rows.jsonl]                  print each row's rendered prompt and its hash
-  jev check  -m MODEL.gguf                                  run the start-up checks and print the answer slots
-  jev parity -m MODEL.gguf [-i rows.jsonl]                  compare prompts, tokens, log-probs and choices with llama-server
-  jev bench  -m MODEL.gguf [-i rows.jsonl] [-o bench.json]  measure the engine, in-process and HTTP paths
-  jev report out.jsonl [more.jsonl ...] [--html r.html]     accuracy, F1, confusion, letters, calibration, side by side
-  jev version                                               gojev's version, the llama.cpp pin, the default model
+  jev decide [-i rows.jsonl] [-o out.jsonl]        decide every row (JSONL in; JSONL out, text on a terminal)
+  jev decide --debias pride -i rows.jsonl ...      the same with position-bias control (PriDe)
+  jev report out.jsonl [more.jsonl ...] [--html r.html]
+                                                   accuracy, F1, confusion, letters, calibration, side by side
+  jev render [-i rows.jsonl] [--format text]       each row's rendered prompt and its hash
+  jev check                                        run the start-up checks and print the answer slots
+  jev parity [-i rows.jsonl] [--runtime URL]       compare prompts, tokens, log-probs and choices with llama-server
+  jev bench  [-i rows.jsonl] [-o bench.json]       measure the engine, in-process and HTTP paths
+  jev version                                      gojev's version, the llama.cpp pin, the default model
+
+Every command but report takes -m MODEL.gguf; without it, $JEV_MODEL, else the default model
+that "make model" fetched (Qwen2.5-Coder-1.5B-Instruct Q4_K_M).
 
 A row is one JSON object per line:
   {"id": "r1", "state": {"message": "..."}, "question": "...",
    "options": [{"id": "refund", "description": "..."}, ...], "label": "refund"}
 (1 to 16 options; "label" is optional and only used to report accuracy).
 
-The model defaults to $JEV_MODEL, else the default model fetched by "make model".
 Run "jev COMMAND -h" for a command's flags.
 `
 

@@ -34,7 +34,7 @@ func modelArgs(t *testing.T) []string {
 func TestUsage(t *testing.T) {
 	code, _, stderr := jev(t, "")
 	assert.Equal(t, 2, code)
-	assert.Contains(t, stderr, "jev decide -m MODEL.gguf")
+	assert.Contains(t, stderr, "jev decide [-i rows.jsonl] [-o out.jsonl]")
 	code, stdout, _ := jev(t, "", "help")
 	assert.Equal(t, 0, code)
 	assert.Contains(t, stdout, "Usage:")

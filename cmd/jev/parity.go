@@ -21,7 +21,7 @@ import (
 	"github.com/gojev/gojev/parity"
 )
 
-const paritySynopsis = `Usage: jev parity -m MODEL.gguf [-i rows.jsonl] [--runtime URL] [--json] [flags]
+const paritySynopsis = `Usage: jev parity [-m MODEL.gguf] [-i rows.jsonl] [--runtime URL] [--json] [flags]
 
 Proves, in numbers, that gojev decides as llama.cpp's HTTP server does, on your model and rows:
   prompts   byte-identical renders: Go renderer vs llama.cpp renderer vs the server's /apply-template

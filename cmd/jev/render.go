@@ -10,7 +10,7 @@ import (
 	"github.com/gojev/gojev/decide"
 )
 
-const renderSynopsis = `Usage: jev render -m MODEL.gguf [-i rows.jsonl] [flags]
+const renderSynopsis = `Usage: jev render [-m MODEL.gguf] [-i rows.jsonl] [flags]
 
 Renders each row's direct-options-v1 prompt through the model's chat template and tokenizes
 it, without decoding: one JSON line per row with "prompt", "prompt_sha256" and

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"sort"
 	"strings"
 	"time"
 )
@@ -167,15 +168,17 @@ func svgLetters(r RunReport, c string) template.HTML {
 	for _, l := range letters {
 		maxN = max(maxN, r.Letters[l], r.GoldLetters[l])
 	}
+	step, axisMax := niceScale(maxN)
 	plotH := float64(h - bottom - top)
 	gw := float64(w-left-8) / float64(len(letters))
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="chosen and gold letters">`, w, h)
-	for _, frac := range []float64{0, 0.5, 1} {
-		yy := float64(top) + plotH*(1-frac)
-		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%d" y="%.1f" font-size="10" text-anchor="end" dy="3">%.0f</text>`,
-			left, w-8, yy, yy, left-4, yy, frac*float64(maxN))
+	for v := 0; v <= axisMax; v += step {
+		yy := float64(top) + plotH*(1-float64(v)/float64(axisMax))
+		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%d" y="%.1f" font-size="10" text-anchor="end" dy="3">%d</text>`,
+			left, w-8, yy, yy, left-4, yy, v)
 	}
+	maxN = axisMax
 	for i, l := range letters {
 		x := float64(left) + gw*float64(i)
 		for s, v := range []int{r.Letters[l], r.GoldLetters[l]} {
@@ -197,6 +200,40 @@ func svgLetters(r RunReport, c string) template.HTML {
 	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="10" fill="#bbb"/><text x="%d" y="%d" font-size="11">gold</text>`, left+70, h-14, left+84, h-5)
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
+}
+
+// niceScale picks an integer tick step (1, 2 or 5 times a power of ten) giving at most five
+// intervals up to n, and the axis maximum: the first multiple of the step at or above n.
+func niceScale(n int) (step, axisMax int) {
+	step = 1
+	for {
+		for _, m := range []int{1, 2, 5} {
+			if s := m * step; (n+s-1)/s <= 5 {
+				return s, max(s, (n+s-1)/s*s)
+			}
+		}
+		step *= 10
+	}
+}
+
+// topConfusions lists the most frequent (gold, chosen) pairs with gold ≠ chosen.
+func topConfusions(r RunReport, n int) []Confusion {
+	var out []Confusion
+	for i := range r.Confusion {
+		for j, v := range r.Confusion[i] {
+			if i != j && v > 0 {
+				out = append(out, Confusion{Gold: r.Labels[i].Label, Chosen: r.Labels[j].Label, Count: v})
+			}
+		}
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].Count > out[b].Count })
+	return out[:min(n, len(out))]
+}
+
+// Confusion is one off-diagonal cell of the confusion matrix.
+type Confusion struct {
+	Gold, Chosen string
+	Count        int
 }
 
 func usedLetters(r RunReport) []string {
@@ -298,6 +335,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"letters":     svgLetters,
 	"reliability": svgReliability,
 	"confusion":   svgConfusion,
+	"topconf":     func(r RunReport) []Confusion { return topConfusions(r, 12) },
 	"dps": func(v *float64) string {
 		if v == nil {
 			return "n/a"
@@ -321,7 +359,7 @@ func (rep *Report) WriteHTML(w io.Writer) error { return page.Execute(w, rep) }
 const pageTemplate = `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>gojev evaluation report</title>
 <style>
-body{font:13px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1180px;color:#222;padding:0 16px}
+body{font:13px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1400px;color:#222;padding:0 16px}.scroll{overflow-x:auto}
 h1{font-size:22px;margin-bottom:4px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #e3e3e3;padding-bottom:4px}
 table{border-collapse:collapse;margin:8px 0}th,td{padding:4px 10px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
 th{background:#f6f6f6;font-weight:600}td.wrap{white-space:normal;max-width:190px}td.l,th.l{text-align:left}.muted{color:#777}.swatch{display:inline-block;width:10px;height:10px;margin-right:6px;border-radius:2px}
@@ -331,12 +369,12 @@ details{margin:6px 0}summary{cursor:pointer;color:#0b5394}code{font-size:12px;ba
 <h1>gojev evaluation report</h1>
 <p class="muted">{{len .Runs}} run(s), generated {{.Generated.Format "2006-01-02 15:04 UTC"}} by <code>jev report</code>.</p>
 <h2>Summary</h2>
-<table><tr><th class="l">run</th><th class="l">model</th><th class="l">bias control</th><th>rows (errors)</th><th>accuracy (95% CI)</th><th>macro-F1</th><th>ECE</th><th>top letter</th><th>latency p50 / p95</th><th>decisions/s</th><th class="l">vs first run</th></tr>
+<div class="scroll"><table><tr><th class="l">run</th><th class="l">model</th><th class="l">bias control</th><th>rows (errors)</th><th>accuracy (95% CI)</th><th>macro-F1</th><th>ECE</th><th>top letter</th><th>latency p50 / p95</th><th>decisions/s</th><th class="l">vs first run</th></tr>
 {{range $i, $r := .Runs}}<tr><td class="l"><span class="swatch" style="background:{{colour $i}}"></span>{{$r.Name}}</td><td class="l wrap">{{if $r.Model}}{{$r.Model}}{{else}}<span class="muted">not recorded</span>{{end}}</td><td class="l">{{if $r.Method}}{{$r.Method}}{{else}}none{{end}}</td>
 <td>{{$r.Rows}} ({{$r.Errors}})</td><td><b>{{pct $r.Accuracy}}</b> <span class="muted">({{pct $r.AccuracyCI.Low}}–{{pct $r.AccuracyCI.High}})</span></td><td>{{f3 $r.MacroF1}}</td><td>{{f3 $r.ECE}}</td>
 <td>{{if $r.TopLetter}}{{$r.TopLetter}} {{pct $r.TopLetterShare}}{{else}}n/a{{end}}</td><td>{{secs $r.LatencyP50MS}} / {{secs $r.LatencyP95MS}}</td><td>{{dps $r.DecisionsPerS}}</td>
 <td class="l">{{with $r.Paired}}+{{.Gained}} / −{{.Lost}} (p={{pval .PValue}}){{else}}—{{end}}</td></tr>
-{{end}}</table>
+{{end}}</table></div>
 <p class="muted">Accuracy over labelled rows, with the Wilson 95% interval. Latency: from a row's request to its result, queueing behind the rows decided at once (--window) included. ECE: expected calibration error of the chosen option's probability, 10 equal-width bins. Top letter: the answer letter chosen most often and its share (position bias at a glance). vs first run: labelled rows this run gets right and the first does not (+), the reverse (−), McNemar's exact p. A file decided with bias control gives two runs: its debiased choices and its raw ones "(raw)", from the same decodes.</p>
 {{accuracy .Runs}}
 <h2>Chosen letters against gold letters</h2>
@@ -348,11 +386,12 @@ details{margin:6px 0}summary{cursor:pointer;color:#0b5394}code{font-size:12px;ba
 <h2>Confusion and per-label figures</h2>
 {{range $i, $r := .Runs}}<details{{if eq $i 0}} open{{end}}><summary>{{$r.Name}}: {{len $r.Labels}} labels, macro-F1 {{f3 $r.MacroF1}}</summary>
 <div class="grid"><div class="card"><h3>Confusion matrix (rows: gold, columns: chosen, in label order)</h3>{{confusion $r}}</div>
+<div class="card"><h3>Most frequent confusions</h3>{{with topconf $r}}<table><tr><th class="l">gold</th><th class="l">chosen</th><th>rows</th></tr>{{range .}}<tr><td class="l">{{.Gold}}</td><td class="l">{{.Chosen}}</td><td>{{.Count}}</td></tr>{{end}}</table>{{else}}<p class="muted">None.</p>{{end}}<p class="muted">Hover a cell of the matrix for its labels.</p></div>
 <div class="card"><h3>Per label</h3><table><tr><th class="l">label</th><th>precision</th><th>recall</th><th>F1</th><th>support</th><th>chosen</th></tr>
 {{range $r.Labels}}<tr><td class="l">{{.Label}}</td><td>{{f3 .Precision}}</td><td>{{f3 .Recall}}</td><td>{{f3 .F1}}</td><td>{{.Support}}</td><td>{{.Predicted}}</td></tr>{{end}}</table></div></div></details>
 {{end}}
 <h2>Runs</h2>
-<table><tr><th class="l">run</th><th class="l">results file</th><th class="l">contract</th><th class="l">model file</th><th class="l">sha256</th><th class="l">jev</th><th class="l">llama.cpp</th><th>threads</th><th class="l">flags</th></tr>
-{{range .Runs}}<tr><td class="l">{{.Name}}</td><td class="l"><code>{{.Path}}</code></td><td class="l">{{.Contract}}</td><td class="l">{{.File}}</td><td class="l"><code title="{{.ModelSHA}}">{{short .ModelSHA}}</code></td><td class="l">{{.Jev}}</td><td class="l">{{.LlamaCpp}}</td><td>{{.NThreads}}</td><td class="l"><code>{{join .Args " "}}</code></td></tr>{{end}}</table>
+<div class="scroll"><table><tr><th class="l">run</th><th class="l">results file</th><th class="l">contract</th><th class="l">model file</th><th class="l">sha256</th><th class="l">jev</th><th class="l">llama.cpp</th><th>threads</th><th class="l">flags</th></tr>
+{{range .Runs}}<tr><td class="l">{{.Name}}</td><td class="l"><code>{{.Path}}</code></td><td class="l">{{.Contract}}</td><td class="l">{{.File}}</td><td class="l"><code title="{{.ModelSHA}}">{{short .ModelSHA}}</code></td><td class="l">{{.Jev}}</td><td class="l">{{.LlamaCpp}}</td><td>{{.NThreads}}</td><td class="l"><code>{{join .Args " "}}</code></td></tr>{{end}}</table></div>
 </body></html>
 `

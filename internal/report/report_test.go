@@ -124,3 +124,11 @@ func TestNotAResultsFile(t *testing.T) {
 	_, err := report.Load(path, "")
 	assert.ErrorIs(t, err, report.ErrNotResults)
 }
+
+func TestNiceScale(t *testing.T) {
+	for _, tc := range []struct{ n, step, max int }{{1, 1, 1}, {3, 1, 3}, {5, 1, 5}, {6, 2, 6}, {11, 5, 15}, {61, 20, 80}, {250, 50, 250}} {
+		step, axisMax := report.NiceScaleForTest(tc.n)
+		assert.Equal(t, tc.step, step, "n=%d", tc.n)
+		assert.Equal(t, tc.max, axisMax, "n=%d", tc.n)
+	}
+}

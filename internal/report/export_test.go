@@ -1,0 +1,4 @@
+package report
+
+// NiceScaleForTest exposes niceScale to the external tests.
+var NiceScaleForTest = niceScale
