@@ -14,7 +14,7 @@ import (
 // Renderer names accepted by InProcessOptions.Renderer.
 const (
 	RendererGo     = "go"     // package render: Go Jinja, byte-identical to transformers' Python Jinja2
-	RendererLlama  = "llama"  // package llamarender: llama.cpp's common/chat, as llama-server renders
+	RendererLlama  = "llama"  // llama.Template: llama.cpp's common/chat, as llama-server renders
 	RendererServer = "server" // the server's /apply-template (HTTP backend only)
 )
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/llama"
-	"github.com/gojev/gojev/llamarender"
 	"github.com/gojev/gojev/render"
 )
 
@@ -27,7 +26,7 @@ type TemplateOptions struct {
 type Template struct {
 	name  string
 	goT   *render.Template
-	llT   *llamarender.Template
+	llT   *llama.Template
 	ropts render.Options
 }
 
@@ -62,7 +61,7 @@ func NewTemplate(model *llama.Model, opts TemplateOptions) (*Template, error) {
 	case RendererGo:
 		t.goT, err = render.Parse(source)
 	case RendererLlama:
-		t.llT, err = llamarender.New(model, source)
+		t.llT, err = llama.NewTemplate(model, source)
 	default:
 		err = fmt.Errorf("backend: unknown renderer %q (want %q or %q)", t.name, RendererGo, RendererLlama)
 	}

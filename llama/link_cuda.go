@@ -8,5 +8,5 @@ package llama
 // CUDA::cublasLt, CUDA::cuda_driver), looked for in CUDA's default install folder; if the CUDA
 // toolkit lives elsewhere, add its lib folder with CGO_LDFLAGS=-L/path.
 
-// #cgo LDFLAGS: -L${SRCDIR}/../third_party/native/lib -lllama -lggml -lggml-cpu -lggml-cuda -lggml-base -L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt -lcuda -lstdc++ -lm -lgomp -lpthread -ldl
+// #cgo LDFLAGS: -L${SRCDIR}/../third_party/native/lib -lgojev-chat -lllama-common -lllama-common-base -lcpp-httplib -lllama -lggml -lggml-cpu -lggml-cuda -lggml-base -L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt -lcuda -lstdc++ -lm -lgomp -lpthread -ldl
 import "C"

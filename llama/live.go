@@ -2,7 +2,7 @@ package llama
 
 import "sync/atomic"
 
-var liveModels, liveContexts, liveBatches atomic.Int64
+var liveModels, liveContexts, liveBatches, liveTemplates atomic.Int64
 
 // Live reports how many models, contexts and batches this process has created and not yet
 // closed. Every handle's Close frees its C object exactly once, so after closing everything

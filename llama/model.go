@@ -137,17 +137,6 @@ func (m *Model) acquire() (*C.struct_llama_model, error) {
 
 func (m *Model) release() { m.mu.RUnlock() }
 
-// CPointer returns the model's C handle (struct llama_model *) for packages that call other
-// llama.cpp C APIs on the same model (llamarender). The pointer is valid until release is called;
-// Close waits for release. Errors: ErrClosed.
-func (m *Model) CPointer() (p unsafe.Pointer, release func(), err error) {
-	c, err := m.acquire()
-	if err != nil {
-		return nil, nil, err
-	}
-	return unsafe.Pointer(c), m.release, nil
-}
-
 // ChatTemplate returns the model's chat template from its GGUF metadata
 // (llama_model_chat_template; key tokenizer.chat_template, or tokenizer.chat_template.NAME
 // when name is not empty). ok is false when the model has none.

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/gojev/gojev/backend"
-	"github.com/gojev/gojev/bench"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/engine"
+	"github.com/gojev/gojev/internal/bench"
 	"github.com/gojev/gojev/internal/llamaserver"
 	"github.com/gojev/gojev/llama"
 )

@@ -17,8 +17,8 @@ import (
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/decide"
 	"github.com/gojev/gojev/internal/llamaserver"
-	"github.com/gojev/gojev/llamarender"
-	"github.com/gojev/gojev/parity"
+	"github.com/gojev/gojev/internal/parity"
+	"github.com/gojev/gojev/llama"
 )
 
 const paritySynopsis = `Usage: jev parity [-m MODEL.gguf] [-i rows.jsonl] [--runtime URL] [--json] [flags]
@@ -75,7 +75,7 @@ func runParity(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer ip.Close()
-	llm, err := llamarender.New(ip.Model(), opts.ChatTemplate)
+	llm, err := llama.NewTemplate(ip.Model(), opts.ChatTemplate)
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,9 @@
-package llamarender
+package llama
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../third_party/native/include -O2
 #include <stdlib.h>
 #if !__has_include("gojev_chat.h")
-#error "gojev: the native libraries are not built (or predate llamarender). Run `make` in the repository root first; see README.md."
+#error "gojev: the llama.cpp native libraries are not found. In a clone of gojev: run `make`. From your own Go module: eval \"$(go run github.com/gojev/gojev/cmd/gojev-native install)\" before go build. See README.md."
 #endif
 #include "gojev_chat.h"
 */
@@ -13,26 +12,20 @@ import "C"
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
-	"github.com/gojev/gojev/llama"
 	"github.com/gojev/gojev/render"
 )
 
 // ErrTemplate wraps every failure of llama.cpp's template code to parse or apply a template
 // (the C++ exception's message follows). It also matches render.ErrTemplate, so callers that
-// handle either renderer test one sentinel.
-var ErrTemplate = fmt.Errorf("llamarender: %w", render.ErrTemplate)
-
-// ErrClosed is returned by Render after Close.
-var ErrClosed = errors.New("llamarender: template closed")
+// handle either renderer test one sentinel. Render after Close returns ErrClosed.
+var ErrTemplate = fmt.Errorf("llama: chat template: %w", render.ErrTemplate)
 
 // Template is a chat template parsed by llama.cpp (common_chat_templates_init). It is safe for
 // concurrent use: renders are serialised on a mutex (llama.cpp does not document its
@@ -41,45 +34,44 @@ type Template struct {
 	mu     sync.Mutex
 	c      *C.gojev_chat
 	source string
-	model  *llama.Model
+	model  *Model
 }
 
-// New parses a template for model, as llama-server does at start-up: BOS/EOS texts and the
+// NewTemplate parses a template for model, as llama-server does at start-up: BOS/EOS texts and the
 // vocab's add_bos/add_eos come from the model. source "" uses the model's tokenizer.chat_template
 // (llama.cpp itself would fall back to ChatML on a model without one; gojev's callers refuse
 // such a model first). The model must outlive the Template. Errors wrap ErrTemplate.
-func New(model *llama.Model, source string) (*Template, error) {
+func NewTemplate(model *Model, source string) (*Template, error) {
 	if model == nil {
 		return nil, fmt.Errorf("%w: nil model", ErrTemplate)
 	}
 	return newTemplate(model, source, "", "")
 }
 
-// Parse parses a template without a model, with the given bos_token and eos_token texts (as
+// ParseTemplate parses a template without a model, with the given bos_token and eos_token texts (as
 // llama.cpp's tests and `--chat-template` do). Errors wrap ErrTemplate.
-func Parse(source, bosToken, eosToken string) (*Template, error) {
+func ParseTemplate(source, bosToken, eosToken string) (*Template, error) {
 	if source == "" {
 		return nil, fmt.Errorf("%w: empty template source", ErrTemplate)
 	}
 	return newTemplate(nil, source, bosToken, eosToken)
 }
 
-func newTemplate(model *llama.Model, source, bos, eos string) (*Template, error) {
+func newTemplate(model *Model, source, bos, eos string) (*Template, error) {
 	csrc, cbos, ceos := C.CString(source), C.CString(bos), C.CString(eos)
 	defer C.free(unsafe.Pointer(csrc))
 	defer C.free(unsafe.Pointer(cbos))
 	defer C.free(unsafe.Pointer(ceos))
-	var mp unsafe.Pointer
+	var cm *C.struct_llama_model
 	if model != nil {
-		p, release, err := model.CPointer()
-		if err != nil {
+		var err error
+		if cm, err = model.acquire(); err != nil {
 			return nil, err
 		}
-		defer release()
-		mp = p
+		defer model.release()
 	}
 	var cerr *C.char
-	c := C.gojev_chat_init((*C.struct_llama_model)(mp), csrc, cbos, ceos, &cerr)
+	c := C.gojev_chat_init(cm, csrc, cbos, ceos, &cerr)
 	if c == nil {
 		return nil, fmt.Errorf("%w: %s", ErrTemplate, takeString(cerr))
 	}
@@ -167,11 +159,9 @@ func (t *Template) Close() error {
 	return nil
 }
 
-var liveTemplates atomic.Int64
-
-// Live reports how many Templates are open (created and not yet closed); tests check it is back
-// to zero after Close.
-func Live() int64 { return liveTemplates.Load() }
+// LiveTemplates reports how many Templates are open (created and not yet closed); tests check
+// it is back to zero after Close.
+func LiveTemplates() int64 { return liveTemplates.Load() }
 
 // cArray allocates n C pointers in C memory, zeroed.
 func cArray(n int) []*C.char {

@@ -1,4 +1,4 @@
-package llamarender_test
+package llama_test
 
 import (
 	"strings"
@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gojev/gojev/llamarender"
+	"github.com/gojev/gojev/llama"
 	"github.com/gojev/gojev/render"
 )
 
@@ -20,7 +20,7 @@ const chatml = `{% for m in messages %}<|im_start|>{{ m['role'] }}
 var msgs = []render.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"}}
 
 func TestRenderMatchesTheGoRendererOnChatML(t *testing.T) {
-	tm, err := llamarender.Parse(chatml, "<s>", "</s>")
+	tm, err := llama.ParseTemplate(chatml, "<s>", "</s>")
 	require.NoError(t, err)
 	defer tm.Close()
 	opts := render.Options{AddGenerationPrompt: true, Kwargs: map[string]any{"enable_thinking": false}}
@@ -42,7 +42,7 @@ func TestRenderMatchesTheGoRendererOnChatML(t *testing.T) {
 
 func TestKwargsAndTheClockReachTheTemplate(t *testing.T) {
 	src := `{{ strftime_now('%Y-%m-%d') }}|{{ enable_thinking }}|{{ flavour }}|{% for m in messages %}{{ m.content }}{% endfor %}`
-	tm, err := llamarender.Parse(src, "<s>", "</s>")
+	tm, err := llama.ParseTemplate(src, "<s>", "</s>")
 	require.NoError(t, err)
 	defer tm.Close()
 	cases := []struct {
@@ -64,19 +64,19 @@ func TestKwargsAndTheClockReachTheTemplate(t *testing.T) {
 }
 
 func TestErrorsAreErrorsNotCrashes(t *testing.T) {
-	_, err := llamarender.Parse("{% for %}", "<s>", "</s>")
+	_, err := llama.ParseTemplate("{% for %}", "<s>", "</s>")
 	require.Error(t, err)
 	assert.ErrorIs(t, err, render.ErrTemplate, "one sentinel for both renderers")
-	assert.ErrorIs(t, err, llamarender.ErrTemplate)
+	assert.ErrorIs(t, err, llama.ErrTemplate)
 
 	// llama.cpp renders a template once at parse time to learn its capabilities, so a template
 	// that always raises fails in Parse.
-	_, err = llamarender.Parse(`{{ raise_exception('no system role') }}`, "<s>", "</s>")
+	_, err = llama.ParseTemplate(`{{ raise_exception('no system role') }}`, "<s>", "</s>")
 	require.ErrorIs(t, err, render.ErrTemplate)
 	assert.Contains(t, err.Error(), "no system role")
 
 	// One that raises on some input fails in Render.
-	tm, err := llamarender.Parse(`{% for m in messages %}{% if 'boom' in m.content %}{{ raise_exception('boom in content') }}{% endif %}{{ m.content }}{% endfor %}`, "<s>", "</s>")
+	tm, err := llama.ParseTemplate(`{% for m in messages %}{% if 'boom' in m.content %}{{ raise_exception('boom in content') }}{% endif %}{{ m.content }}{% endfor %}`, "<s>", "</s>")
 	require.NoError(t, err)
 	_, err = tm.Render([]render.Message{{Role: "user", Content: "boom"}}, render.Options{})
 	require.ErrorIs(t, err, render.ErrTemplate)
@@ -88,6 +88,6 @@ func TestErrorsAreErrorsNotCrashes(t *testing.T) {
 	require.NoError(t, tm.Close())
 	require.NoError(t, tm.Close(), "Close is idempotent")
 	_, err = tm.Render(msgs, render.Options{})
-	assert.ErrorIs(t, err, llamarender.ErrClosed)
-	assert.Zero(t, llamarender.Live(), "every template freed")
+	assert.ErrorIs(t, err, llama.ErrClosed)
+	assert.Zero(t, llama.LiveTemplates(), "every template freed")
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/internal/pyjinja"
-	"github.com/gojev/gojev/llamarender"
+	"github.com/gojev/gojev/llama"
 	"github.com/gojev/gojev/render"
 )
 
@@ -75,7 +75,7 @@ func RunCorpus(ctx context.Context, dir, python string, msgs []contract.ChatMess
 			return t.Render(rm, opts)
 		}()
 		llOut, llErr := func() (string, error) {
-			t, err := llamarender.Parse(tp.Source, "<s>", "</s>")
+			t, err := llama.ParseTemplate(tp.Source, "<s>", "</s>")
 			if err != nil {
 				return "", err
 			}

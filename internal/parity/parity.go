@@ -12,7 +12,7 @@ import (
 
 	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
-	"github.com/gojev/gojev/llamarender"
+	"github.com/gojev/gojev/llama"
 	"github.com/gojev/gojev/render"
 )
 
@@ -67,7 +67,7 @@ type Difference struct {
 // model (llm) and the server (srv) on each row. Both backends must render with the same
 // chat_template_kwargs. The in-process tokens of the Go-rendered prompt are what both backends
 // score, so the log-probability comparison isolates decoding. ctx cancels between rows.
-func Rows(ctx context.Context, ip *backend.InProcess, llm *llamarender.Template, srv *backend.HTTP, rows []contract.Row, kwargs map[string]any) (*Report, error) {
+func Rows(ctx context.Context, ip *backend.InProcess, llm *llama.Template, srv *backend.HTTP, rows []contract.Row, kwargs map[string]any) (*Report, error) {
 	slots, err := contract.ResolveSlots(backend.Tokenizer(ctx, ip))
 	if err != nil {
 		return nil, err

@@ -12,9 +12,9 @@ import (
 	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/decide"
+	"github.com/gojev/gojev/internal/parity"
 	"github.com/gojev/gojev/internal/testenv"
-	"github.com/gojev/gojev/llamarender"
-	"github.com/gojev/gojev/parity"
+	"github.com/gojev/gojev/llama"
 )
 
 // TestParityWithLlamaServer is the parity table of issue 3 on the Banking77 sample: the three
@@ -29,7 +29,7 @@ func TestParityWithLlamaServer(t *testing.T) {
 	ip, err := backend.OpenInProcess(model, backend.InProcessOptions{NThreads: 2})
 	require.NoError(t, err)
 	defer ip.Close()
-	llm, err := llamarender.New(ip.Model(), "")
+	llm, err := llama.NewTemplate(ip.Model(), "")
 	require.NoError(t, err)
 	defer llm.Close()
 	hb := backend.NewHTTP(srv.URL, backend.HTTPOptions{})
