@@ -92,7 +92,7 @@ func RankCandidates(cands []CandidateScore) (chosen int) {
 // each with its token: for each word, "word" then " word", skipping spellings that are not
 // one token or repeat an id. It lets a caller check the answer boundary for every spelling.
 func BinarySpellings(tok Tokenizer, slots BinarySlots) (texts []string, ids []int32) {
-	for w, word := range BINARY_WORDS {
+	for w, word := range BinaryWords {
 		group := slots.Yes
 		if w == 1 {
 			group = slots.No

@@ -41,7 +41,7 @@ func ScoreReadout(logprobs, logits []float64, slots Slots, options []Option) (sc
 	for i, o := range options {
 		scores[i] = OptionScore{
 			ID:          o.ID,
-			Letter:      LETTERS[i : i+1],
+			Letter:      Letters[i : i+1],
 			Token:       slots[i],
 			Logprob:     logprobs[i],
 			Probability: probs[i],

@@ -13,7 +13,7 @@ type Tokenizer interface {
 	Detokenize(tokens []int32) (string, error)
 }
 
-// Slots are the token ids of the answer letters A..P, in LETTERS order.
+// Slots are the token ids of the answer letters A..P, in Letters order.
 type Slots [MaxOptions]int32
 
 // ResolveSlots resolves the sixteen answer slots and proves they are exact single tokens
@@ -23,7 +23,7 @@ type Slots [MaxOptions]int32
 // that fails must not be scored.
 func ResolveSlots(tok Tokenizer) (Slots, error) {
 	var slots Slots
-	for i, letter := range LETTERS {
+	for i, letter := range Letters {
 		ids, err := tok.Tokenize(string(letter))
 		if err != nil {
 			return slots, fmt.Errorf("contract: tokenizing answer slot %q: %w", letter, err)
@@ -43,8 +43,8 @@ func ResolveSlots(tok Tokenizer) (Slots, error) {
 	if err != nil {
 		return slots, fmt.Errorf("contract: verifying answer-slot round trip: %w", err)
 	}
-	if decoded != LETTERS {
-		return slots, fmt.Errorf("%w: they decode to %q instead of %q", ErrSlotRoundTrip, decoded, LETTERS)
+	if decoded != Letters {
+		return slots, fmt.Errorf("%w: they decode to %q instead of %q", ErrSlotRoundTrip, decoded, Letters)
 	}
 	return slots, nil
 }
@@ -62,7 +62,7 @@ type BinarySlots struct {
 // tokenization fails is skipped, as the seed does.
 func ResolveBinarySlots(tok Tokenizer) (BinarySlots, error) {
 	var groups [2][]int32
-	for w, word := range BINARY_WORDS {
+	for w, word := range BinaryWords {
 		for _, spelling := range []string{word, " " + word} {
 			ids, err := tok.Tokenize(spelling)
 			if err != nil || len(ids) != 1 || slices.Contains(groups[w], ids[0]) {
@@ -96,7 +96,7 @@ func VerifyBoundary(tok Tokenizer, prompt string, slots Slots) ([]int32, error) 
 	if len(base) == 0 {
 		return nil, ErrEmptyPrompt
 	}
-	for i, letter := range LETTERS {
+	for i, letter := range Letters {
 		combined, err := tok.Tokenize(prompt + string(letter))
 		if err != nil {
 			return nil, fmt.Errorf("contract: tokenizing the prompt with %q appended: %w", letter, err)

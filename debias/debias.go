@@ -20,7 +20,7 @@
 //
 // Log-probabilities here are over the listed options (a log-softmax of the option logits, as
 // the contract's "probability" field is their softmax), indexed by position: element i belongs
-// to letter LETTERS[i] of the prompt it was read from.
+// to letter Letters[i] of the prompt it was read from.
 package debias
 
 import (
@@ -49,7 +49,7 @@ const (
 var ErrShape = errors.New("debias: shapes do not match")
 
 // CyclicOrder returns the option order of cyclic permutation shift of k options: the option at
-// position i (letter LETTERS[i]) is the row's option (i+shift) mod k. Shift 0 is the row's own
+// position i (letter Letters[i]) is the row's option (i+shift) mod k. Shift 0 is the row's own
 // order. It panics unless 0 ≤ shift < k.
 func CyclicOrder(k, shift int) []int {
 	if shift < 0 || shift >= k {

@@ -35,7 +35,7 @@ func (d *Decider) slotInfo(ctx context.Context) ([]SlotInfo, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[i] = SlotInfo{Letter: contract.LETTERS[i : i+1], Token: t, Piece: piece}
+		out[i] = SlotInfo{Letter: contract.Letters[i : i+1], Token: t, Piece: piece}
 	}
 	return out, nil
 }

@@ -228,7 +228,7 @@ func (d *Decider) Decide(ctx context.Context, row contract.Row) (*Decision, erro
 	scores, chosen := contract.ScoreReadout(readout.Logprobs, readout.Logits, d.slots, row.Options)
 	dec := &Decision{
 		ID:            row.IDJSON(),
-		PromptVersion: contract.PROMPT_VERSION,
+		PromptVersion: contract.PromptVersion,
 		PromptSHA256:  prompt.SHA256,
 		NPromptTokens: prompt.NTokens,
 		Chosen:        scores[chosen].ID,

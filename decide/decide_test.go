@@ -62,7 +62,7 @@ func TestSlotsResolveOnRealModels(t *testing.T) {
 			require.Len(t, c.Slots, 16)
 			seen := map[int32]bool{}
 			for i, s := range c.Slots {
-				assert.Equal(t, contract.LETTERS[i:i+1], s.Letter)
+				assert.Equal(t, contract.Letters[i:i+1], s.Letter)
 				assert.Equal(t, s.Letter, s.Piece, "slot %s decodes to itself", s.Letter)
 				assert.False(t, seen[s.Token], "slot tokens are distinct")
 				seen[s.Token] = true
@@ -85,12 +85,12 @@ func TestDecisionsOnRealRows(t *testing.T) {
 		// The boundary held (Decide checks it); the hash is the hash of the rendered bytes.
 		assert.Equal(t, contract.PromptSHA256(prompt.Text), dec.PromptSHA256)
 		assert.Equal(t, prompt.NTokens, dec.NPromptTokens)
-		assert.Equal(t, contract.PROMPT_VERSION, dec.PromptVersion)
+		assert.Equal(t, contract.PromptVersion, dec.PromptVersion)
 		require.Len(t, dec.Options, len(row.Options))
 		sum, best := 0.0, 0
 		for i, o := range dec.Options {
 			assert.Equal(t, row.Options[i].ID, o.ID)
-			assert.Equal(t, contract.LETTERS[i:i+1], o.Letter)
+			assert.Equal(t, contract.Letters[i:i+1], o.Letter)
 			assert.Less(t, o.Logprob, 0.0)
 			assert.False(t, math.IsNaN(o.Probability))
 			sum += o.Probability

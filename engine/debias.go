@@ -38,7 +38,7 @@ type Debiased struct {
 	ContentFree []float64 `json:"content_free_p_yes,omitempty"`
 }
 
-// Permutation is one cyclically shifted prompt of a row: position i (letter LETTERS[i]) showed
+// Permutation is one cyclically shifted prompt of a row: position i (letter Letters[i]) showed
 // the row's option (i+Shift) mod k.
 type Permutation struct {
 	Shift         int    `json:"shift"`
@@ -338,7 +338,7 @@ func (e *Engine) EstimatePrior(ctx context.Context, rows []contract.Row) (*debia
 	if err := ctx.Err(); err != nil {
 		return nil, out, fmt.Errorf("engine: %w", err)
 	}
-	p := &debias.Prior{Method: debias.PriDe, Reference: debias.Reference, PromptVersion: contract.PROMPT_VERSION,
+	p := &debias.Prior{Method: debias.PriDe, Reference: debias.Reference, PromptVersion: contract.PromptVersion,
 		ByOptions: map[int]debias.LetterPrior{}}
 	for k, priors := range rowPriors {
 		avg, err := debias.AveragePriors(priors)

@@ -73,7 +73,7 @@ func TestCyclicPermutationsMapBack(t *testing.T) {
 			}
 		}
 		assert.Equal(t, row.Options[best].ID, res.Chosen)
-		assert.Equal(t, contract.LETTERS[best:best+1], res.ChosenLetter)
+		assert.Equal(t, contract.Letters[best:best+1], res.ChosenLetter)
 		assert.InDelta(t, probs[best], res.Probability, 1e-12)
 		assert.Equal(t, res.Chosen == row.Label, *res.Correct)
 		assert.Equal(t, res.Debias.RawChosen == row.Label, *res.Debias.RawCorrect)

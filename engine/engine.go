@@ -342,11 +342,11 @@ func (e *Engine) score(j *job) (*Result, error) {
 	case Direct:
 		p := j.prompts[0]
 		scores, chosen := contract.ScoreDirect(p.logits, e.slots, j.row.Options)
-		res.PromptVersion, res.PromptSHA256 = contract.PROMPT_VERSION, p.SHA256
+		res.PromptVersion, res.PromptSHA256 = contract.PromptVersion, p.SHA256
 		res.Chosen, res.ChosenLetter, res.Options = scores[chosen].ID, scores[chosen].Letter, scores
 		res.Probability = scores[chosen].Probability
 	case Binary:
-		res.PromptVersion = contract.BINARY_PROMPT_VERSION
+		res.PromptVersion = contract.BinaryPromptVersion
 		res.Candidates = make([]contract.CandidateScore, len(j.prompts))
 		for i, p := range j.prompts {
 			res.Candidates[i] = contract.CandidateScore{

@@ -93,7 +93,7 @@ func TestDirectMatchesDecider(t *testing.T) {
 	for i := range rows {
 		w, g := want[i], got[i]
 		require.NotNil(t, g)
-		assert.Equal(t, contract.PROMPT_VERSION, g.PromptVersion)
+		assert.Equal(t, contract.PromptVersion, g.PromptVersion)
 		assert.Equal(t, string(rows[i].IDJSON()), string(g.ID), "results in input order")
 		assert.Equal(t, w.PromptSHA256, g.PromptSHA256, "row %d", i)
 		assert.Equal(t, w.NPromptTokens, g.NPromptTokens)

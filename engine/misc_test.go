@@ -29,7 +29,7 @@ func TestBinaryBadRowsCancelAndClose(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, outs[0].Err)
 	r := outs[0].Result
-	assert.Equal(t, contract.BINARY_PROMPT_VERSION, r.PromptVersion)
+	assert.Equal(t, contract.BinaryPromptVersion, r.PromptVersion)
 	require.Len(t, r.Candidates, 16)
 	ranks := map[int]bool{}
 	for _, c := range r.Candidates {

@@ -23,9 +23,9 @@ const (
 func (c Contract) String() string {
 	switch c {
 	case Direct:
-		return contract.PROMPT_VERSION
+		return contract.PromptVersion
 	case Binary:
-		return contract.BINARY_PROMPT_VERSION
+		return contract.BinaryPromptVersion
 	}
 	return fmt.Sprintf("Contract(%d)", int(c))
 }

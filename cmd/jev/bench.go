@@ -191,7 +191,7 @@ func meanPromptTokens(r *bench.Report) int {
 	for _, p := range []*bench.Path{r.Sequential, r.HTTP, r.Engine} {
 		if p != nil && p.PromptTokens > 0 {
 			prompts := r.Rows
-			if r.Contract == contract.BINARY_PROMPT_VERSION {
+			if r.Contract == contract.BinaryPromptVersion {
 				prompts = 0
 				for _, s := range p.SHA {
 					prompts += len(s)

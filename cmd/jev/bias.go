@@ -82,7 +82,7 @@ func (b *biasFlags) loadPrior(model debias.ModelID) (*debias.Prior, error) {
 	if err != nil {
 		return nil, usageError{fmt.Errorf("--prior: %w", err)}
 	}
-	if err := p.Check(model, contract.PROMPT_VERSION); err != nil {
+	if err := p.Check(model, contract.PromptVersion); err != nil {
 		return nil, usageError{fmt.Errorf("--prior %s: %w; estimate a new one (another file name)", b.priorFile, err)}
 	}
 	return p, nil
@@ -216,7 +216,7 @@ func formatPrior(p *debias.Prior) string {
 		var b strings.Builder
 		fmt.Fprintf(&b, "%d options (%d rows):", k, lp.SampleRows)
 		for i, v := range lp.Prior {
-			fmt.Fprintf(&b, " %c %.3f", contract.LETTERS[i], v)
+			fmt.Fprintf(&b, " %c %.3f", contract.Letters[i], v)
 		}
 		parts = append(parts, b.String())
 	}

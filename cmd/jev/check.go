@@ -38,7 +38,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "model            %s (%s, n_vocab %d)\n", m.Path(), desc, m.Vocab().NVocab())
 	}
 	fmt.Fprintf(stdout, "backend          %s, renderer %s, template_date %s\n", c.Backend, c.Renderer, c.TemplateDate)
-	fmt.Fprintf(stdout, "prompt_version   %s\n", contract.PROMPT_VERSION)
+	fmt.Fprintf(stdout, "prompt_version   %s\n", contract.PromptVersion)
 	if c.TemplateSHA256 != "" {
 		fmt.Fprintf(stdout, "template_sha256  %s\n", c.TemplateSHA256)
 	}
@@ -50,7 +50,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "%s=%d:%s", s.Letter, s.Token, strconv.Quote(s.Piece))
 	}
 	fmt.Fprintln(stdout)
-	fmt.Fprintf(stdout, "slots            ok: 16 single tokens, distinct, decode to %q\n", contract.LETTERS)
+	fmt.Fprintf(stdout, "slots            ok: 16 single tokens, distinct, decode to %q\n", contract.Letters)
 	fmt.Fprintf(stdout, "boundary         ok on the sample prompt (%d tokens, sha256 %s)\n", c.SampleTokens, c.SamplePromptSHA256)
 	return nil
 }

@@ -541,7 +541,7 @@ func (s *summary) checkSkew() {
 // topLetter returns the most chosen letter (the earliest on a tie) and its count.
 func topLetter(letters map[string]int) (string, int) {
 	best, n := "", -1
-	for _, l := range contract.LETTERS {
+	for _, l := range contract.Letters {
 		if c := letters[string(l)]; c > n {
 			best, n = string(l), c
 		}

@@ -59,7 +59,7 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if err == nil {
 			var p decide.Prompt
 			if p, err = d.Render(ctx, row); err == nil {
-				return renderRecord{ID: row.IDJSON(), PromptVersion: contract.PROMPT_VERSION, PromptSHA256: p.SHA256, NPromptTokens: p.NTokens,
+				return renderRecord{ID: row.IDJSON(), PromptVersion: contract.PromptVersion, PromptSHA256: p.SHA256, NPromptTokens: p.NTokens,
 					Renderer: d.Check().Renderer, TemplateDate: d.Check().TemplateDate, Prompt: p.Text}, nil
 			}
 		}
