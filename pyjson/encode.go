@@ -67,8 +67,11 @@ func String(v any) (string, error) {
 //     sort_keys=True would write a dict. Go maps have no order: to reproduce a Python dict's
 //     insertion order, build an Object.
 //
-// Any other type fails with an error wrapping ErrUnsupported, and arrays and objects nested
-// more than MaxDepth levels (including cyclic values) fail with an error wrapping ErrTooDeep.
+// Any other type (a struct, a typed map or slice, a json.Marshaler) is written as
+// encoding/json marshals it, re-read with its key order kept: struct fields in declaration
+// order. A value encoding/json cannot marshal fails with an error wrapping ErrUnsupported, and
+// arrays and objects nested more than MaxDepth levels (including cyclic values) fail with an
+// error wrapping ErrTooDeep.
 // On error AppendValue returns dst as it was passed in.
 func AppendValue(dst []byte, v any) ([]byte, error) {
 	out, err := appendValue(dst, v, 0)
@@ -141,7 +144,45 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 		}
 		return appendObject(dst, members, depth)
 	}
-	return dst, fmt.Errorf("pyjson: %w: cannot write a %T", ErrUnsupported, v)
+	return appendViaJSON(dst, v, depth)
+}
+
+// appendViaJSON writes any other value as encoding/json would marshal it (structs with their
+// fields in declaration order and json tags, json.Marshaler implementations, typed maps and
+// slices), then as Python would write that JSON: the JSON is decoded with Decode, which keeps
+// object key order, and appended. Numbers keep encoding/json's text (a float64 field holding 1
+// is written 1, a Python int). Errors wrap ErrUnsupported (channels, functions, cycles).
+func appendViaJSON(dst []byte, v any, depth int) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return dst, fmt.Errorf("pyjson: %w: cannot write a %T: %w", ErrUnsupported, v, err)
+	}
+	decoded, err := Decode(b)
+	if err != nil {
+		return dst, fmt.Errorf("pyjson: %w: a %T marshals to JSON pyjson cannot read: %w", ErrUnsupported, v, err)
+	}
+	return appendValue(dst, decoded, depth)
+}
+
+// MarshalJSON writes o as a JSON object with its members in slice order, so that an Object
+// nested in a struct keeps its key order through appendViaJSON (and through encoding/json).
+func (o Object) MarshalJSON() ([]byte, error) {
+	buf := []byte{'{'}
+	for i, m := range o {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		k, err := json.Marshal(m.Key)
+		if err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(m.Value)
+		if err != nil {
+			return nil, err
+		}
+		buf = append(append(append(buf, k...), ':'), v...)
+	}
+	return append(buf, '}'), nil
 }
 
 // checkDepth fails when one more array or object inside depth others exceeds MaxDepth.

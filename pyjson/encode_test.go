@@ -172,9 +172,8 @@ func TestMarshalErrors(t *testing.T) {
 		in   any
 		want error
 	}{
-		{"struct", struct{}{}, pyjson.ErrUnsupported},
-		{"int slice", []int{1}, pyjson.ErrUnsupported},
-		{"pointer", new(string), pyjson.ErrUnsupported},
+		{"channel", make(chan int), pyjson.ErrUnsupported},
+		{"func in a struct", struct{ F func() }{func() {}}, pyjson.ErrUnsupported},
 		{"nested unsupported", []any{1, pyjson.Object{{"k", make(chan int)}}}, pyjson.ErrUnsupported},
 		{"non-number json.Number", json.Number("abc"), pyjson.ErrUnsupported},
 		{"empty json.Number", json.Number(""), pyjson.ErrUnsupported},
@@ -192,6 +191,32 @@ func TestMarshalErrors(t *testing.T) {
 	}
 }
 
+// Go values outside pyjson's own types are written as encoding/json marshals them, then as
+// json.dumps writes that JSON: struct fields in declaration order (json tags honoured), an
+// Object nested in a struct in its own order, typed slices and pointers followed.
+func TestMarshalGoValuesThroughEncodingJSON(t *testing.T) {
+	type inner struct {
+		Zeta  int    `json:"zeta"`
+		Alpha string `json:"alpha,omitempty"`
+	}
+	type ticket struct {
+		Message string         `json:"message"`
+		Tags    []string       `json:"tags"`
+		Inner   *inner         `json:"inner"`
+		Extra   pyjson.Object  `json:"extra"`
+		Price   float64        `json:"price"`
+		Counts  map[string]int `json:"counts"`
+	}
+	v := ticket{Message: "café <b>", Tags: []string{"x"}, Inner: &inner{Zeta: 2},
+		Extra: pyjson.Object{{"b", 1}, {"a", true}}, Price: 2.5, Counts: map[string]int{"z": 1, "a": 2}}
+	got, err := pyjson.String(v)
+	require.NoError(t, err)
+	assert.Equal(t, `{"message": "caf\u00e9 <b>", "tags": ["x"], "inner": {"zeta": 2}, "extra": {"b": 1, "a": true}, "price": 2.5, "counts": {"a": 2, "z": 1}}`, got)
+	got, err = pyjson.String([]int{3, 1})
+	require.NoError(t, err)
+	assert.Equal(t, "[3, 1]", got)
+}
+
 func TestMarshalMaxDepth(t *testing.T) {
 	got, err := pyjson.String(nestArrays(pyjson.MaxDepth))
 	require.NoError(t, err)
@@ -204,7 +229,7 @@ func TestAppendValue(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, `prompt: {"q": "\u00e9?"}`, string(got))
 
-	got, err = pyjson.AppendValue(dst, []any{"partial", struct{}{}})
+	got, err = pyjson.AppendValue(dst, []any{"partial", make(chan int)})
 	require.ErrorIs(t, err, pyjson.ErrUnsupported)
 	assert.Equal(t, "prompt: ", string(got), "on error dst comes back as it was")
 }
