@@ -9,9 +9,11 @@ import (
 
 // TokenScore is one answer token's readout at a prompt's last position.
 type TokenScore struct {
-	Token   int32   `json:"token"`   // the token id (a BinarySlots entry)
-	Logit   float64 `json:"logit"`   // its raw next-token logit
-	Logprob float64 `json:"logprob"` // log-softmax over the full vocabulary: logit - logsumexp(logits)
+	Token int32 `json:"token"` // the token id (a BinarySlots entry)
+	// Logit is its raw next-token logit; nil when the runtime returns log-probabilities only
+	// (llama-server's /completion).
+	Logit   *float64 `json:"logit,omitempty"`
+	Logprob float64  `json:"logprob"` // log-softmax over the full vocabulary: logit - logsumexp(logits)
 }
 
 // BinaryScore is one candidate's yes/no readout under binary-candidates-v1.
@@ -23,26 +25,50 @@ type BinaryScore struct {
 	No   []TokenScore `json:"no"`  // one entry per BinarySlots.No id, in that order
 }
 
+// BinaryIDs returns the ids a binary readout reads: slots.Yes then slots.No.
+func BinaryIDs(slots BinarySlots) []int32 {
+	return append(append(make([]int32, 0, len(slots.Yes)+len(slots.No)), slots.Yes...), slots.No...)
+}
+
 // ScoreBinary reads one candidate's yes/no judgement from the next-token logits at its
 // prompt's last position (a row of length n_vocab): per yes/no token its raw logit and its
 // log-probability over the whole vocabulary (logit - LogSumExp(logits), as ScoreDirect's
-// Logprob), and PYes = softmax([logsumexp(yes logits), logsumexp(no logits)])[0]. slots come
-// from ResolveBinarySlots (both groups non-empty, every id indexing logits); the caller
-// guarantees that.
+// Logprob), and PYes (ScoreBinaryReadout). slots come from ResolveBinarySlots (both groups
+// non-empty, every id indexing logits); the caller guarantees that.
 func ScoreBinary(logits []float32, slots BinarySlots) BinaryScore {
 	lse := LogSumExp(logits)
-	read := func(ids []int32) ([]TokenScore, float64) {
-		out := make([]TokenScore, len(ids))
-		raw := make([]float64, len(ids))
-		for i, id := range ids {
-			raw[i] = float64(logits[id])
-			out[i] = TokenScore{Token: id, Logit: raw[i], Logprob: raw[i] - lse}
-		}
-		return out, logSumExp64(raw)
+	ids := BinaryIDs(slots)
+	raw := make([]float64, len(ids))
+	lps := make([]float64, len(ids))
+	for i, id := range ids {
+		raw[i] = float64(logits[id])
+		lps[i] = raw[i] - lse
 	}
-	yes, lseYes := read(slots.Yes)
-	no, lseNo := read(slots.No)
-	return BinaryScore{PYes: Softmax([]float64{lseYes, lseNo})[0], Yes: yes, No: no}
+	return ScoreBinaryReadout(lps, raw, slots)
+}
+
+// ScoreBinaryReadout scores one candidate from the log-probabilities (over the full
+// vocabulary) of BinaryIDs(slots), in that order, and their raw logits when known (nil
+// otherwise): PYes = softmax([logsumexp(yes), logsumexp(no)])[0], over the logits when known,
+// else over the log-probabilities (the two differ by one constant, which cancels).
+func ScoreBinaryReadout(logprobs, logits []float64, slots BinarySlots) BinaryScore {
+	vals := logprobs
+	if logits != nil {
+		vals = logits
+	}
+	read := func(off int, ids []int32) []TokenScore {
+		out := make([]TokenScore, len(ids))
+		for i, id := range ids {
+			out[i] = TokenScore{Token: id, Logprob: logprobs[off+i]}
+			if logits != nil {
+				l := logits[off+i]
+				out[i].Logit = &l
+			}
+		}
+		return out
+	}
+	n := len(slots.Yes)
+	return BinaryScore{PYes: PYes(vals[:n], vals[n:]), Yes: read(0, slots.Yes), No: read(n, slots.No)}
 }
 
 // logSumExp64 is LogSumExp for a few float64 values (-Inf when empty).

@@ -34,12 +34,12 @@ func TestScoreBinary(t *testing.T) {
 			require.Len(t, got.No, len(tc.noLP))
 			for i, s := range got.Yes {
 				assert.Equal(t, tc.slots.Yes[i], s.Token)
-				assert.Equal(t, float64(logits[s.Token]), s.Logit)
+				assert.Equal(t, float64(logits[s.Token]), *s.Logit)
 				assert.InDelta(t, tc.yesLP[i], s.Logprob, 1e-12)
 			}
 			for i, s := range got.No {
 				assert.Equal(t, tc.slots.No[i], s.Token)
-				assert.Equal(t, float64(logits[s.Token]), s.Logit)
+				assert.Equal(t, float64(logits[s.Token]), *s.Logit)
 				assert.InDelta(t, tc.noLP[i], s.Logprob, 1e-12)
 			}
 		})

@@ -21,7 +21,7 @@ var ErrRow = errors.New("bad row")
 // it is embedded in the prompt byte for byte as Python's json.dumps writes it; label
 // (optional) is the gold option id, used only to report accuracy. Other fields are ignored.
 type Row struct {
-	ID       any // string or json.Number, as in the input; nil when absent
+	ID       any // string or json.Number as in the input (a Go integer or float in a hand-built row); nil when absent
 	State    any // pyjson value: nil, bool, string, json.Number, []any, pyjson.Object
 	Question string
 	Options  []Option
@@ -42,6 +42,13 @@ func idJSON(id any) json.RawMessage {
 		}
 		b, _ := json.Marshal(v.String()) // NaN or Infinity set through the Go API: a string
 		return b
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		b, _ := json.Marshal(v)
+		return b
+	case float32, float64:
+		if b, err := json.Marshal(v); err == nil {
+			return b
+		}
 	}
 	return json.RawMessage("null")
 }
@@ -157,4 +164,32 @@ func ParseRow(line []byte) (Row, error) {
 		row.Label = s
 	}
 	return row, nil
+}
+
+// Validate checks what ParseRow checks, for rows built in Go: 1..16 options, unique non-empty
+// option ids, a label among them. Every decision path calls it. Errors wrap ErrRow (and
+// ErrNoOptions or ErrTooManyOptions for the count).
+func (r Row) Validate() error {
+	switch r.ID.(type) {
+	case nil, string, json.Number, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
+	default:
+		return fmt.Errorf("%w: \"id\" must be a string or a number, not %T", ErrRow, r.ID)
+	}
+	if err := CheckOptionCount(len(r.Options)); err != nil {
+		return fmt.Errorf("%w: %w", ErrRow, err)
+	}
+	seen := make(map[string]bool, len(r.Options))
+	for i, o := range r.Options {
+		if o.ID == "" {
+			return fmt.Errorf("%w: option %d has an empty id", ErrRow, i)
+		}
+		if seen[o.ID] {
+			return fmt.Errorf("%w: duplicate option id %q", ErrRow, o.ID)
+		}
+		seen[o.ID] = true
+	}
+	if r.Label != "" && !seen[r.Label] {
+		return fmt.Errorf("%w: \"label\" %q is not one of the option ids", ErrRow, r.Label)
+	}
+	return nil
 }

@@ -76,3 +76,35 @@ func TestParseRow(t *testing.T) {
 		})
 	}
 }
+
+// Rows built in Go get ParseRow's checks from Validate, and any Go number as an id.
+func TestValidateHandBuiltRows(t *testing.T) {
+	opts := []contract.Option{{ID: "a"}, {ID: "b"}}
+	for _, tc := range []struct {
+		name string
+		row  contract.Row
+		want string // "" means valid
+		id   string
+	}{
+		{"valid, int id", contract.Row{ID: 7, Options: opts}, "", "7"},
+		{"valid, string id", contract.Row{ID: "x", Options: opts, Label: "b"}, "", `"x"`},
+		{"valid, no id", contract.Row{Options: opts}, "", "null"},
+		{"float id", contract.Row{ID: 2.5, Options: opts}, "", "2.5"},
+		{"bool id", contract.Row{ID: true, Options: opts}, `"id" must be a string or a number, not bool`, "null"},
+		{"no options", contract.Row{ID: "x"}, "at least one option", `"x"`},
+		{"duplicate ids", contract.Row{ID: "x", Options: []contract.Option{{ID: "a"}, {ID: "a"}}}, `duplicate option id "a"`, `"x"`},
+		{"empty id", contract.Row{ID: "x", Options: []contract.Option{{ID: "a"}, {ID: ""}}}, "option 1 has an empty id", `"x"`},
+		{"label not an option", contract.Row{ID: "x", Options: opts, Label: "c"}, `"label" "c" is not one of the option ids`, `"x"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.row.Validate()
+			if tc.want == "" {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorIs(t, err, contract.ErrRow)
+				assert.ErrorContains(t, err, tc.want)
+			}
+			assert.Equal(t, tc.id, string(tc.row.IDJSON()))
+		})
+	}
+}
