@@ -45,6 +45,10 @@ type Readout struct {
 	Logprobs []float64
 	// Logits[i] is ids[i]'s raw logit; nil when the backend cannot see raw logits (HTTP).
 	Logits []float64
+	// Decoded is how many of the prompt's tokens this call decoded: in-process, the tokens
+	// after the prefix reused from the KV cache; over HTTP, len(prompt) (the server's own
+	// prompt cache is not visible).
+	Decoded int
 }
 
 // Options shared by both backends.

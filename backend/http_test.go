@@ -67,6 +67,20 @@ func newFake(t *testing.T, f *fakeServer) (*backend.HTTP, string) {
 	return backend.NewHTTP(srv.URL+"/", backend.HTTPOptions{APIKey: "sekret", NProbs: 4}), srv.URL
 }
 
+// With CachePrompt the first call keeps the server's prompt cache; a repeat with a larger
+// n_probs still sends cache_prompt=false (the cached prompt would be decoded one token again).
+func TestHTTPCachePromptOnlyOnTheFirstCall(t *testing.T) {
+	f := &fakeServer{vocab: 100}
+	srv := httptest.NewServer(f.handler(t))
+	t.Cleanup(srv.Close)
+	h := backend.NewHTTP(srv.URL, backend.HTTPOptions{APIKey: "sekret", NProbs: 4, CachePrompt: true})
+	_, err := h.NextToken(context.Background(), []int32{5, 6, 7}, []int32{1, 20})
+	require.NoError(t, err)
+	require.Len(t, f.cache, 2)
+	assert.Nil(t, f.cache[0], "not sent: the server's default, cache_prompt=true")
+	assert.Equal(t, false, f.cache[1])
+}
+
 func TestHTTPCallsTheSeedsEndpoints(t *testing.T) {
 	f := &fakeServer{vocab: 100}
 	h, _ := newFake(t, f)
@@ -111,9 +125,8 @@ func TestNextTokenRaisesNProbsUntilEveryIDIsThere(t *testing.T) {
 			r, err := h.NextToken(context.Background(), []int32{5, 6, 7}, tc.ids)
 			assert.Equal(t, tc.wantCalls, f.nProbs)
 			require.NotEmpty(t, f.cache)
-			assert.Nil(t, f.cache[0], "the first call keeps the server's prompt cache, as the seed's did")
-			for _, c := range f.cache[1:] {
-				assert.Equal(t, false, c, "a repeat decodes the whole prompt, not only its last token")
+			for _, c := range f.cache {
+				assert.Equal(t, false, c, "every call decodes the whole prompt, as the in-process runtime decodes it alone")
 			}
 			if tc.missing != nil {
 				var me *backend.MissingTokensError

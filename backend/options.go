@@ -1,0 +1,99 @@
+package backend
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+)
+
+// Renderer names accepted by InProcessOptions.Renderer.
+const (
+	RendererGo     = "go"     // package render: Go Jinja, byte-identical to transformers' Python Jinja2
+	RendererLlama  = "llama"  // llama.Template: llama.cpp's common/chat, as llama-server renders
+	RendererServer = "server" // the server's /apply-template (HTTP backend only)
+)
+
+// Defaults of InProcessOptions, applied to zero fields.
+const (
+	DefaultNCtx   = 4096 // n_ctx: the longest prompt, in tokens (capped at n_ctx_train)
+	DefaultNBatch = 512  // n_batch (= n_ubatch): tokens per llama_decode
+	MinNBatch     = 8    // the smallest n_batch accepted
+)
+
+// ErrOptions: an option is out of range.
+var ErrOptions = errors.New("backend: invalid options")
+
+// ErrNoTemplate: the model has no chat template in its metadata and none was given.
+var ErrNoTemplate = errors.New("backend: no chat template")
+
+// InProcessOptions configure an InProcess backend. The zero value of each field means its
+// default; gojev.Options carries the same fields and jev's flags set them.
+type InProcessOptions struct {
+	Options
+	// Renderer is RendererGo (default) or RendererLlama.
+	Renderer string
+	// ChatTemplate overrides the model's tokenizer.chat_template (Jinja source).
+	ChatTemplate string
+	// NGPULayers is n_gpu_layers, the layers offloaded to a GPU backend. The zero value
+	// offloads every layer, as llama.cpp's llama_model_default_params (n_gpu_layers -1) and
+	// jev's -ngl default do; NoGPU keeps every layer on the CPU (n_gpu_layers 0). No effect in
+	// a CPU-only build.
+	NGPULayers int
+	// NoGPU sets n_gpu_layers to 0.
+	NoGPU bool
+	// NCtx is n_ctx, the KV cache size in tokens: the longest prompt. Default
+	// min(DefaultNCtx, n_ctx_train); a larger value is capped at the model's n_ctx_train.
+	NCtx int
+	// NBatch is n_batch and n_ubatch, the most tokens one llama_decode submits (default
+	// DefaultNBatch, at most NCtx, at least MinNBatch). Longer prompts are decoded in chunks.
+	NBatch int
+	// NThreads is n_threads and n_threads_batch (default runtime.NumCPU(): prompt processing
+	// on a CPU is compute-bound and uses every core).
+	NThreads int
+	// NoMmap reads the weights into memory (use_mmap=false).
+	NoMmap bool
+	// NoPrefixReuse decodes every prompt whole, clearing the KV cache first, as a runtime
+	// without prompt caching would (jev bench's one-at-a-time baseline).
+	NoPrefixReuse bool
+}
+
+// nGPULayers is the n_gpu_layers these options ask for.
+func (o InProcessOptions) nGPULayers() int {
+	switch {
+	case o.NoGPU:
+		return 0
+	case o.NGPULayers == 0:
+		return -1
+	}
+	return o.NGPULayers
+}
+
+// resolve fills defaults given the model's training context (0 = unknown). Errors wrap
+// ErrOptions.
+func (o InProcessOptions) resolve(nCtxTrain int) (InProcessOptions, error) {
+	if o.NCtx < 0 || o.NBatch < 0 || o.NThreads < 0 {
+		return o, fmt.Errorf("%w: negative n_ctx/n_batch/n_threads", ErrOptions)
+	}
+	switch o.Renderer {
+	case "", RendererGo, RendererLlama:
+	default:
+		return o, fmt.Errorf("%w: unknown renderer %q (want %q or %q)", ErrOptions, o.Renderer, RendererGo, RendererLlama)
+	}
+	if o.NCtx == 0 {
+		o.NCtx = DefaultNCtx
+	}
+	if nCtxTrain > 0 && o.NCtx > nCtxTrain {
+		o.NCtx = nCtxTrain
+	}
+	if o.NBatch == 0 {
+		o.NBatch = DefaultNBatch
+	}
+	o.NBatch = min(o.NBatch, o.NCtx)
+	if o.NBatch < MinNBatch {
+		return o, fmt.Errorf("%w: n_batch %d (at least %d)", ErrOptions, o.NBatch, MinNBatch)
+	}
+	if o.NThreads == 0 {
+		o.NThreads = runtime.NumCPU()
+	}
+	return o, nil
+}
