@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
-	"github.com/gojev/gojev/engine"
 	"github.com/gojev/gojev/internal/bench"
 	"github.com/gojev/gojev/internal/llamaserver"
 	"github.com/gojev/gojev/llama"
@@ -88,35 +88,37 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "bench: %s: %.3g decisions/s, %.0f prompt tokens/s, p50 %.0f ms\n", name, p.DecisionsPerS, p.PromptTokensPerS, p.P50MS)
 		return nil
 	}
-	contractPath := func(name string, b backend.Backend) (*bench.Path, error) {
-		if ctr == engine.Binary {
-			return bench.Binary(ctx, name, b, rows)
+	base := gojev.Options{Contract: ctr, NThreads: mf.threads, NGPULayers: opts.NGPULayers, NoGPU: opts.NoGPU,
+		ChatTemplate: opts.ChatTemplate, ChatTemplateKwargs: opts.ChatTemplateKwargs, TemplateTime: opts.TemplateTime}
+	// measure runs the rows through a Decider on rt (nil: in-process with opts), together or
+	// one at a time.
+	measure := func(name string, rt backend.Backend, o gojev.Options, together bool) (*bench.Path, error) {
+		var d *gojev.Decider
+		var err error
+		if rt == nil {
+			d, err = gojev.Open(ctx, model, o)
+		} else {
+			d, err = gojev.New(ctx, rt, o)
 		}
-		return bench.Direct(ctx, name, b, rows)
+		if err != nil {
+			return nil, err
+		}
+		defer d.Close()
+		return bench.Run(ctx, name, d, rows, together)
 	}
 	if slices.Contains(paths, "engine") {
-		if err := run("engine", func() (*bench.Path, error) {
-			e, err := engine.Open(model, engine.Options{Contract: ctr, NThreads: mf.threads, NGPULayers: opts.NGPULayers,
-				ChatTemplate: opts.ChatTemplate, ChatTemplateKwargs: opts.ChatTemplateKwargs, TemplateTime: opts.TemplateTime})
-			if err != nil {
-				return nil, err
-			}
-			defer e.Close()
-			rep.Engine, err = bench.Engine(ctx, e, rows)
+		if err := run("engine", func() (p *bench.Path, err error) {
+			rep.Engine, err = measure("engine", nil, base, true)
 			return rep.Engine, err
 		}); err != nil {
 			return err
 		}
 	}
 	if slices.Contains(paths, "sequential") {
-		if err := run("sequential", func() (*bench.Path, error) {
-			b, err := backend.OpenInProcess(model, backend.InProcessOptions{Options: bopts, NoPrefixReuse: true, NThreads: mf.threads,
-				NGPULayers: opts.NGPULayers, ChatTemplate: opts.ChatTemplate})
-			if err != nil {
-				return nil, err
-			}
-			defer b.Close()
-			rep.Sequential, err = contractPath("sequential", b)
+		if err := run("sequential", func() (p *bench.Path, err error) {
+			o := base
+			o.NoPrefixReuse = true
+			rep.Sequential, err = measure("sequential", nil, o, false)
 			return rep.Sequential, err
 		}); err != nil {
 			return err
@@ -142,7 +144,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				return nil, err
 			}
 			var err error
-			rep.HTTP, err = contractPath("http", hb)
+			rep.HTTP, err = measure("http", hb, base, false)
 			return rep.HTTP, err
 		}); err != nil {
 			return err

@@ -14,9 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
-	"github.com/gojev/gojev/engine"
 )
 
 // biasFlags are jev decide's bias-control flags.
@@ -37,7 +37,7 @@ func (b *biasFlags) register(fs *flag.FlagSet) {
 }
 
 // method resolves the flags for a contract.
-func (b *biasFlags) method(c engine.Contract) (debias.Method, error) {
+func (b *biasFlags) method(c gojev.Contract) (debias.Method, error) {
 	if b.permute != "" && b.permute != "cyclic" {
 		return "", usageError{fmt.Errorf("--permute %q: want cyclic", b.permute)}
 	}
@@ -58,10 +58,10 @@ func (b *biasFlags) method(c engine.Contract) (debias.Method, error) {
 	case b.debias != "":
 		return "", usageError{fmt.Errorf("--debias %q: want pride (direct contract) or contextual (binary contract)", b.debias)}
 	}
-	if (m == debias.PriDe || m == debias.Cyclic) && c != engine.Direct {
+	if (m == debias.PriDe || m == debias.Cyclic) && c != gojev.Direct {
 		return "", usageError{fmt.Errorf("--debias pride and --permute cyclic control the letter bias of the direct contract; the binary contract has --debias contextual")}
 	}
-	if m == debias.Contextual && c != engine.Binary {
+	if m == debias.Contextual && c != gojev.Binary {
 		return "", usageError{errors.New("--debias contextual calibrates the binary contract's yes/no readout (--contract binary); the direct contract has --debias pride")}
 	}
 	if b.priorFile != "" && m != debias.PriDe {
@@ -168,7 +168,7 @@ func scanLines(f *os.File, fn func(line []byte, lineNo int)) error {
 
 // estimatePrior runs PriDe's estimation on the sample of f and returns the prior and the
 // sample rows' decisions by line number (each decided from its cyclic permutations).
-func estimatePrior(ctx context.Context, e *engine.Engine, f *os.File, b *biasFlags, model debias.ModelID, stderr io.Writer, quiet bool) (*debias.Prior, map[int]engine.Outcome, error) {
+func estimatePrior(ctx context.Context, d *gojev.Decider, f *os.File, b *biasFlags, model debias.ModelID, stderr io.Writer, quiet bool) (*debias.Prior, map[int]gojev.Outcome, error) {
 	rows, lines, total, err := priorSample(f, b.sampleFrac, b.sampleMinRn)
 	if err != nil {
 		return nil, nil, err
@@ -188,12 +188,12 @@ func estimatePrior(ctx context.Context, e *engine.Engine, f *os.File, b *biasFla
 		}
 	}
 	start := time.Now()
-	prior, outs, err := e.EstimatePrior(ctx, rows)
+	prior, outs, err := d.EstimatePrior(ctx, rows)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--debias pride: estimating the prior: %w", err)
 	}
 	prior.Model = model
-	byLine := make(map[int]engine.Outcome, len(outs))
+	byLine := make(map[int]gojev.Outcome, len(outs))
 	for i, o := range outs {
 		byLine[lines[i]] = o
 	}
@@ -227,7 +227,7 @@ func formatPrior(p *debias.Prior) string {
 // and decides the others through d.
 type sampledDecider struct {
 	rowDecider
-	byLine map[int]engine.Outcome
+	byLine map[int]gojev.Outcome
 }
 
 func (s sampledDecider) decide(ctx context.Context, row contract.Row, lineNo int) (any, *decided, error) {

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/debias"
-	"github.com/gojev/gojev/engine"
 	"github.com/gojev/gojev/internal/report"
 	"github.com/gojev/gojev/internal/testenv"
 )
@@ -39,13 +39,13 @@ func firstRows(t *testing.T, rel string, n int) string {
 	return path
 }
 
-func readResults(t *testing.T, path string) []engine.Result {
+func readResults(t *testing.T, path string) []gojev.Result {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
-	var out []engine.Result
+	var out []gojev.Result
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var r engine.Result
+		var r gojev.Result
 		require.NoError(t, json.Unmarshal([]byte(line), &r), line)
 		out = append(out, r)
 	}
@@ -154,7 +154,6 @@ func TestBiasFlagsAreChecked(t *testing.T) {
 		{[]string{"--prior", "p.json"}, "use it with --debias pride"},
 		{[]string{"--debias", "pride", "--pride-sample", "0"}, "fraction in (0, 1]"},
 		{[]string{"--format", "html"}, "want text or jsonl"},
-		{[]string{"--debias", "pride", "--runtime", "http://127.0.0.1:1"}, "in-process only"},
 	} {
 		code, _, stderr := jev(t, "", append([]string{"decide", "-m", "x.gguf"}, tc.args...)...)
 		assert.Equal(t, 2, code, "%v", tc.args)

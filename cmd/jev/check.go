@@ -4,10 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/gojev/gojev/backend"
 	"io"
 	"strconv"
 
+	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
 )
 
@@ -26,13 +27,13 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args, stderr, checkSynopsis); err != nil {
 		return err
 	}
-	d, err := mf.open(ctx, stderr)
+	d, err := mf.open(ctx, stderr, gojev.Options{})
 	if err != nil {
 		return err
 	}
 	defer d.Close()
 	c := d.Check()
-	if ip, ok := d.Backend().(*backend.InProcess); ok {
+	if ip, ok := d.Runtime().(*backend.InProcess); ok {
 		m := ip.Model()
 		desc, _ := m.Desc()
 		fmt.Fprintf(stdout, "model            %s (%s, n_vocab %d)\n", m.Path(), desc, m.Vocab().NVocab())

@@ -15,10 +15,10 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
-	"github.com/gojev/gojev/decide"
-	"github.com/gojev/gojev/engine"
 )
 
 const decideSynopsis = `Usage: jev decide [-m MODEL.gguf] [-i rows.jsonl] [-o out.jsonl] [--contract binary] [--debias pride] [flags]
@@ -149,26 +149,27 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if method == debias.PriDe && prev != nil && prev.Prior != nil && bf.priorFile == "" {
 		prior = prev.Prior
 	}
-	d, e, closeD, err := mf.openRowDecider(ctx, stderr, c, method, prior)
+	dec, err := mf.open(ctx, stderr, gojev.Options{Contract: c, Debias: method, Prior: prior})
 	if err != nil {
 		return err
 	}
-	defer closeD()
+	defer dec.Close()
+	var d rowDecider = deciderRows{dec}
 
 	meta := &runMeta{Jev: jevVersion(), LlamaCpp: llamaVersion(), Args: args, Input: in, PromptVersion: c.String(), Debias: method,
-		NThreads: mf.threads, Started: time.Now().UTC()}
-	if e != nil {
-		meta.Backend = "in-process"
+		NThreads: mf.threads, Started: time.Now().UTC(), Backend: dec.Check().Backend}
+	if ip, ok := dec.Runtime().(*backend.InProcess); ok {
 		if metaPath != "" || method == debias.PriDe {
-			name, _, _ := e.Model().Meta("general.name")
-			id, err := modelIdentity(e.Model().Path(), name)
+			name, _, _ := ip.Model().Meta("general.name")
+			id, err := modelIdentity(ip.Model().Path(), name)
 			if err != nil {
 				return err
 			}
 			meta.Model = &id
 		}
-	} else {
-		meta.Backend = mf.runtime
+	} else if method == debias.PriDe {
+		// Over --runtime the weights are the server's: a prior is tied to its URL.
+		meta.Model = &debias.ModelID{Name: mf.runtime}
 	}
 	if method == debias.PriDe {
 		if prior == nil {
@@ -179,16 +180,16 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 				if !quiet {
 					fmt.Fprintf(stderr, "jev decide: PriDe: prior read from %s: %s\n", bf.priorFile, formatPrior(prior))
 				}
-				e.SetPrior(prior)
+				dec.SetPrior(prior)
 			}
 		}
 		if prior == nil {
 			f := r.(*os.File)
-			var byLine map[int]engine.Outcome
-			if prior, byLine, err = estimatePrior(ctx, e, f, &bf, *meta.Model, stderr, quiet); err != nil {
+			var byLine map[int]gojev.Outcome
+			if prior, byLine, err = estimatePrior(ctx, dec, f, &bf, *meta.Model, stderr, quiet); err != nil {
 				return err
 			}
-			e.SetPrior(prior)
+			dec.SetPrior(prior)
 			d = sampledDecider{d, byLine}
 			if bf.priorFile != "" {
 				if err := prior.Save(bf.priorFile); err != nil {
@@ -431,8 +432,8 @@ type decided struct {
 	nOptions      int
 }
 
-// resultDecided is what the summary counts of an engine Result.
-func resultDecided(res *engine.Result) *decided {
+// resultDecided is what the summary counts of a Result.
+func resultDecided(res *gojev.Result) *decided {
 	d := &decided{nPromptTokens: res.NPromptTokens, correct: res.Correct, letter: res.ChosenLetter, nOptions: len(res.Options)}
 	if res.Debias != nil {
 		d.rawCorrect = res.Debias.RawCorrect
@@ -446,22 +447,11 @@ type rowDecider interface {
 	decide(ctx context.Context, row contract.Row, lineNo int) (any, *decided, error)
 }
 
-// seqDecider decides through a decide.Decider (the --runtime path).
-type seqDecider struct{ d *decide.Decider }
+// deciderRows decides through a gojev.Decider (in-process or --runtime, either contract).
+type deciderRows struct{ d *gojev.Decider }
 
-func (s seqDecider) decide(ctx context.Context, row contract.Row, _ int) (any, *decided, error) {
-	dec, err := s.d.Decide(ctx, row)
-	if err != nil {
-		return nil, nil, err
-	}
-	return dec, &decided{nPromptTokens: dec.NPromptTokens, correct: dec.Correct, letter: dec.ChosenLetter, nOptions: len(dec.Options)}, nil
-}
-
-// engineDecider decides through the engine (in-process, either contract).
-type engineDecider struct{ e *engine.Engine }
-
-func (s engineDecider) decide(ctx context.Context, row contract.Row, _ int) (any, *decided, error) {
-	res, err := s.e.Decide(ctx, row)
+func (s deciderRows) decide(ctx context.Context, row contract.Row, _ int) (any, *decided, error) {
+	res, err := s.d.Decide(ctx, row)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -13,10 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/backend"
-	"github.com/gojev/gojev/debias"
-	"github.com/gojev/gojev/decide"
-	"github.com/gojev/gojev/engine"
 	"github.com/gojev/gojev/llama"
 	"github.com/gojev/gojev/pyjson"
 )
@@ -77,16 +75,21 @@ func (f *modelFlags) modelPath() (string, error) {
 		}
 		cache = filepath.Join(dir, "gojev")
 	}
-	p := filepath.Join(cache, "models", decide.DefaultModelFile)
+	p := filepath.Join(cache, "models", defaultModelFile)
 	if _, err := os.Stat(p); err != nil {
 		return "", usageError{fmt.Errorf("no model: pass -m MODEL.gguf, set JEV_MODEL, or run `make model` to fetch the default (%s)", p)}
 	}
 	return p, nil
 }
 
-// options turns the flags into decide.Options.
-func (f *modelFlags) options() (decide.Options, error) {
-	opts := decide.Options{NGPULayers: f.nGPULayers, NCtx: f.nCtx, NBatch: f.nBatch, NThreads: f.threads, NoMmap: f.noMmap}
+// defaultModelFile is the file name of the default model that `make model` assembles under
+// the cache's models/ folder: Qwen2.5-Coder-1.5B-Instruct Q4_K_M (scripts/models.tsv).
+const defaultModelFile = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+
+// options turns the flags into gojev.Options (the contract and bias control are the caller's).
+func (f *modelFlags) options() (gojev.Options, error) {
+	opts := gojev.Options{NGPULayers: f.nGPULayers, NoGPU: f.nGPULayers == 0, NCtx: f.nCtx, NBatch: f.nBatch, NThreads: f.threads,
+		NoMmap: f.noMmap, Renderer: f.renderer}
 	for _, v := range []struct {
 		name string
 		n    int
@@ -151,8 +154,9 @@ func templateValue(v any) any {
 	return v
 }
 
-// open loads the model (or connects to --runtime) and runs the start-up checks.
-func (f *modelFlags) open(ctx context.Context, stderr io.Writer) (*decide.Decider, error) {
+// open loads the model in-process (gojev.Open), or wraps the --runtime server (gojev.New over
+// backend.NewHTTP), with the contract and bias control in base, and runs the start-up checks.
+func (f *modelFlags) open(ctx context.Context, stderr io.Writer, base gojev.Options) (*gojev.Decider, error) {
 	logger := newLogger(stderr, f.verbose)
 	slog.SetDefault(logger)
 	llama.SetLogger(logger)
@@ -160,6 +164,7 @@ func (f *modelFlags) open(ctx context.Context, stderr io.Writer) (*decide.Decide
 	if err != nil {
 		return nil, err
 	}
+	opts.Contract, opts.Debias, opts.Prior = base.Contract, base.Debias, base.Prior
 	if f.runtime != "" {
 		if f.renderer != "" && f.renderer != backend.RendererServer {
 			return nil, usageError{fmt.Errorf("--renderer %s: with --runtime the server renders (--renderer server)", f.renderer)}
@@ -175,57 +180,16 @@ func (f *modelFlags) open(ctx context.Context, stderr io.Writer) (*decide.Decide
 		if err := reachable(ctx, b); err != nil {
 			return nil, err
 		}
-		return decide.New(ctx, b)
+		return gojev.New(ctx, b, opts)
 	}
 	if err := f.checkLocalRenderer(); err != nil {
 		return nil, err
 	}
-	opts.Renderer = f.renderer
 	path, err := f.modelPath()
 	if err != nil {
 		return nil, err
 	}
-	return decide.Open(path, opts)
-}
-
-// openRowDecider opens what jev decide decides with: the engine in-process (returned too, for
-// PriDe's estimation), or a decide.Decider over the --runtime server (direct contract, no bias
-// control).
-func (f *modelFlags) openRowDecider(ctx context.Context, stderr io.Writer, c engine.Contract, method debias.Method, prior *debias.Prior) (rowDecider, *engine.Engine, func(), error) {
-	if f.runtime != "" {
-		if c != engine.Direct {
-			return nil, nil, nil, usageError{errors.New("--contract binary runs in-process only (jev bench measures the seed's HTTP binary path)")}
-		}
-		if method != debias.None {
-			return nil, nil, nil, usageError{errors.New("--debias and --permute run in-process only, not with --runtime")}
-		}
-		d, err := f.open(ctx, stderr)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		return seqDecider{d}, nil, func() { _ = d.Close() }, nil
-	}
-	logger := newLogger(stderr, f.verbose)
-	slog.SetDefault(logger)
-	llama.SetLogger(logger)
-	opts, err := f.options()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if err := f.checkLocalRenderer(); err != nil {
-		return nil, nil, nil, err
-	}
-	path, err := f.modelPath()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	e, err := engine.Open(path, engine.Options{Contract: c, NGPULayers: opts.NGPULayers, NCtx: opts.NCtx, NBatch: opts.NBatch,
-		NThreads: opts.NThreads, Renderer: f.renderer, ChatTemplate: opts.ChatTemplate, ChatTemplateKwargs: opts.ChatTemplateKwargs,
-		TemplateTime: opts.TemplateTime, NoMmap: opts.NoMmap, Debias: method, Prior: prior})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return engineDecider{e}, e, func() { _ = e.Close() }, nil
+	return gojev.Open(ctx, path, opts)
 }
 
 // checkLocalRenderer checks --renderer for an in-process run.
@@ -240,12 +204,12 @@ func (f *modelFlags) checkLocalRenderer() error {
 }
 
 // parseContract reads --contract.
-func parseContract(name string) (engine.Contract, error) {
+func parseContract(name string) (gojev.Contract, error) {
 	switch name {
 	case "direct":
-		return engine.Direct, nil
+		return gojev.Direct, nil
 	case "binary":
-		return engine.Binary, nil
+		return gojev.Binary, nil
 	}
 	return 0, usageError{fmt.Errorf("--contract %q: want direct or binary", name)}
 }

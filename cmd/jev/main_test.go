@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gojev/gojev/decide"
+	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/internal/testenv"
 )
 
@@ -162,14 +162,14 @@ func (w *cancelAfterFirstLine) Write(p []byte) (int, error) {
 }
 
 func TestInterruptedRunLeavesWholeLines(t *testing.T) {
-	d, err := decide.Open(testenv.SmallModel(t), decide.Options{NThreads: 2})
+	d, err := gojev.Open(context.Background(), testenv.SmallModel(t), gojev.Options{NThreads: 2})
 	require.NoError(t, err)
 	defer d.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &cancelAfterFirstLine{cancel: cancel}
 	in := strings.Join([]string{row("a", 2), row("b", 2), row("c", 2)}, "\n")
 	var sum summary
-	err = decideStream(ctx, seqDecider{d}, strings.NewReader(in), out, newLineEncoder().encode, &sum, nil, func() {}, 1)
+	err = decideStream(ctx, deciderRows{d}, strings.NewReader(in), out, newLineEncoder().encode, &sum, nil, func() {}, 1)
 	require.ErrorIs(t, err, context.Canceled)
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	require.Len(t, lines, 1, "only the finished row is written")

@@ -15,7 +15,6 @@ import (
 
 	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
-	"github.com/gojev/gojev/decide"
 	"github.com/gojev/gojev/internal/llamaserver"
 	"github.com/gojev/gojev/internal/parity"
 	"github.com/gojev/gojev/llama"
@@ -119,7 +118,7 @@ func runParity(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				python = ""
 			}
 		}
-		msgs, err := contract.DirectMessages(decide.SampleRow().State, decide.SampleRow().Question, decide.SampleRow().Options)
+		msgs, err := contract.DirectMessages(contract.SampleRow().State, contract.SampleRow().Question, contract.SampleRow().Options)
 		if err != nil {
 			return err
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gojev/gojev/decide"
 	"github.com/gojev/gojev/internal/report"
 	"github.com/gojev/gojev/internal/testenv"
 )
@@ -30,7 +29,7 @@ func qualityDir(t *testing.T) string {
 // TestDemoTicketsOnTheDefaultModel is make demo: the 12 example tickets, at least 10 right,
 // printed one readable line each.
 func TestDemoTicketsOnTheDefaultModel(t *testing.T) {
-	model := testenv.DefaultModel(t, decide.DefaultModelFile)
+	model := testenv.DefaultModel(t)
 	rows := filepath.Join(testenv.RepoRoot(t), "examples", "tickets.jsonl")
 	out := filepath.Join(qualityDir(t), "demo.jsonl")
 	code, _, stderr := jev(t, "", "decide", "-m", model, "-t", "2", "-i", rows, "-o", out)
@@ -57,7 +56,7 @@ func TestBanking77SampleOnTheDefaultModel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: deciding 200 rows with the default model takes about 15 minutes on two cores")
 	}
-	model := testenv.DefaultModel(t, decide.DefaultModelFile)
+	model := testenv.DefaultModel(t)
 	rows := testenv.SharedData(t, "banking77/sample-200-8opt.jsonl")
 	out := filepath.Join(qualityDir(t), "banking77-pride.jsonl")
 	code, _, stderr := jev(t, "", "decide", "-m", model, "-t", "2", "-i", rows, "-o", out, "--debias", "pride", "-q")

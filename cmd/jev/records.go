@@ -4,17 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/gojev/gojev/decide"
-	"github.com/gojev/gojev/engine"
+	"github.com/gojev/gojev"
 )
 
 // unencodable is the error record that replaces a record JSON cannot encode, keeping its id.
 func unencodable(rec any, lineNo int, err error) errorRecord {
 	var id json.RawMessage
 	switch r := rec.(type) {
-	case *decide.Decision:
-		id = r.ID
-	case *engine.Result:
+	case *gojev.Result:
 		id = r.ID
 	case renderRecord:
 		id, _ = r.ID.(json.RawMessage)

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/contract"
-	"github.com/gojev/gojev/decide"
 )
 
 const renderSynopsis = `Usage: jev render [-m MODEL.gguf] [-i rows.jsonl] [flags]
@@ -49,7 +49,7 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	defer closeIn()
-	d, err := mf.open(ctx, stderr)
+	d, err := mf.open(ctx, stderr, gojev.Options{})
 	if err != nil {
 		return err
 	}
@@ -57,8 +57,9 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	return eachLine(ctx, r, stdout, encode, func(line []byte, lineNo int) (any, error) {
 		row, err := contract.ParseRow(line)
 		if err == nil {
-			var p decide.Prompt
-			if p, err = d.Render(ctx, row); err == nil {
+			var ps []gojev.Prompt
+			if ps, err = d.Render(ctx, row); err == nil {
+				p := ps[0]
 				return renderRecord{ID: row.IDJSON(), PromptVersion: contract.PromptVersion, PromptSHA256: p.SHA256, NPromptTokens: p.NTokens,
 					Renderer: d.Check().Renderer, TemplateDate: d.Check().TemplateDate, Prompt: p.Text}, nil
 			}

@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/contract"
-	"github.com/gojev/gojev/decide"
 	"github.com/gojev/gojev/internal/testenv"
 )
 
@@ -270,7 +270,7 @@ func TestUnencodableRecordBecomesAnErrorRecord(t *testing.T) {
 	var out bytes.Buffer
 	nan := math.NaN()
 	err := eachLine(context.Background(), strings.NewReader("a\nb\nc\n"), &out, newLineEncoder().encode, func(line []byte, lineNo int) (any, error) {
-		dec := &decide.Decision{ID: json.RawMessage(strconv.Quote(string(line))), Chosen: "x"}
+		dec := &gojev.Result{ID: json.RawMessage(strconv.Quote(string(line))), Chosen: "x"}
 		if lineNo == 2 {
 			dec.Options = []contract.OptionScore{{ID: "x", Logit: &nan, Logprob: nan, Probability: nan}}
 		}

@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gojev/gojev/decide"
-	"github.com/gojev/gojev/engine"
+	"github.com/gojev/gojev"
 )
 
 // recordEncoder turns one output record into one complete line.
@@ -31,7 +30,7 @@ func textEncoder(color bool) recordEncoder {
 	return func(rec any) ([]byte, error) {
 		var b strings.Builder
 		switch r := rec.(type) {
-		case *engine.Result:
+		case *gojev.Result:
 			if err := checkEncodable(r); err != nil {
 				return nil, err
 			}
@@ -51,23 +50,6 @@ func textEncoder(color bool) recordEncoder {
 			}
 			if r.Debias != nil && r.Debias.RawChosen != r.Chosen {
 				fmt.Fprintf(&b, "  (%s; raw: %s)", r.Debias.Method, r.Debias.RawChosen)
-			}
-		case *decide.Decision:
-			if err := checkEncodable(r); err != nil {
-				return nil, err
-			}
-			p := 0.0
-			for _, o := range r.Options {
-				if o.ID == r.Chosen {
-					p = o.Probability
-				}
-			}
-			fmt.Fprintf(&b, "%-12s %-20s p=%.3f (%s)", idText(r.ID), r.Chosen, p, r.ChosenLetter)
-			if r.Correct != nil {
-				b.WriteString("  " + mark(*r.Correct))
-				if !*r.Correct {
-					b.WriteString(" label " + r.Label)
-				}
 			}
 		case errorRecord:
 			fmt.Fprintf(&b, "%-12s error (line %d): %s", idText(r.ID), r.Line, r.Error)

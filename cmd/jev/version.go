@@ -5,7 +5,6 @@ import (
 	"io"
 	"runtime/debug"
 
-	"github.com/gojev/gojev/decide"
 	"github.com/gojev/gojev/llama"
 )
 
@@ -40,5 +39,5 @@ func llamaVersion() string { return llama.LlamaCppTag + " (" + llama.LlamaCppCom
 // printVersion answers jev --version.
 func printVersion(w io.Writer) {
 	fmt.Fprintf(w, "jev (gojev) %s\nllama.cpp %s\ndefault model %s (make model; $JEV_MODEL overrides)\n",
-		jevVersion(), llamaVersion(), decide.DefaultModelFile)
+		jevVersion(), llamaVersion(), defaultModelFile)
 }

@@ -1,7 +1,8 @@
-// Package bench runs the same rows through gojev's decision paths and measures them: the
-// batching engine, in-process one prompt at a time, the seed's HTTP path against llama-server,
-// and the hardware's prompt-processing rate (llama-bench). jev bench prints and charts its
-// Report.
+// Package bench runs the same rows through gojev's decision paths and measures them: a
+// gojev.Decider deciding all rows together in-process (prefixes shared), one deciding them one
+// at a time with every prompt decoded whole (NoPrefixReuse), one over the seed's HTTP path
+// against llama-server, and the hardware's prompt-processing rate (llama-bench). Every path
+// is the same Decider code on another runtime. jev bench prints and charts its Report.
 package bench
 
 import (
@@ -11,9 +12,6 @@ import (
 	"os/exec"
 	"slices"
 	"time"
-
-	"github.com/gojev/gojev/backend"
-	"github.com/gojev/gojev/contract"
 )
 
 // Path is one measured decision path.
@@ -89,63 +87,6 @@ func finish(p *Path, rows int, wall time.Duration, lat []time.Duration) {
 	p.DecisionsPerS = float64(rows) / wall.Seconds()
 	p.PromptTokensPerS = float64(p.PromptTokens) / wall.Seconds()
 	p.P50MS, p.P95MS = percentiles(lat)
-}
-
-// Direct runs the direct contract row by row through one backend, as the seed does per
-// decision: render, tokenize the prompt and the 16 boundary probes, read the options' next-token
-// log-probabilities. With the HTTP backend that is the seed's exact call sequence
-// (/apply-template, 17 × /tokenize, /completion); with the in-process backend it is the same
-// flow without HTTP.
-func Direct(ctx context.Context, name string, b backend.Backend, rows []contract.Row) (*Path, error) {
-	tok := backend.Tokenizer(ctx, b)
-	slots, err := contract.ResolveSlots(tok)
-	if err != nil {
-		return nil, err
-	}
-	p := &Path{Name: name, SHA: make([][]string, len(rows)), Chosen: make([]string, len(rows))}
-	lat := make([]time.Duration, 0, len(rows))
-	start := time.Now()
-	for i, row := range rows {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		t0 := time.Now()
-		sha, chosen, n, dec, err := directOne(ctx, b, tok, slots, row)
-		p.DecodeS += dec.Seconds()
-		p.PrepareS += (time.Since(t0) - dec).Seconds()
-		if err != nil {
-			p.Errors++
-			continue
-		}
-		lat = append(lat, time.Since(t0))
-		p.SHA[i], p.Chosen[i] = []string{sha}, chosen
-		p.PromptTokens += int64(n)
-	}
-	finish(p, len(rows), time.Since(start), lat)
-	return p, nil
-}
-
-func directOne(ctx context.Context, b backend.Backend, tok contract.Tokenizer, slots contract.Slots, row contract.Row) (sha, chosen string, n int, decode time.Duration, err error) {
-	msgs, err := contract.DirectMessages(row.State, row.Question, row.Options)
-	if err != nil {
-		return "", "", 0, 0, err
-	}
-	text, err := b.Render(ctx, msgs)
-	if err != nil {
-		return "", "", 0, 0, err
-	}
-	toks, err := contract.VerifyBoundary(tok, text, slots)
-	if err != nil {
-		return "", "", 0, 0, err
-	}
-	t0 := time.Now()
-	r, err := b.NextToken(ctx, toks, slots[:len(row.Options)])
-	decode = time.Since(t0)
-	if err != nil {
-		return "", "", 0, decode, err
-	}
-	scores, c := contract.ScoreReadout(r.Logprobs, r.Logits, slots, row.Options)
-	return contract.PromptSHA256(text), scores[c].ID, len(toks), decode, nil
 }
 
 // LlamaBench runs llama.cpp's llama-bench for the prompt-processing rate of nTokens-token

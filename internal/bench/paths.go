@@ -4,82 +4,35 @@ import (
 	"context"
 	"time"
 
-	"github.com/gojev/gojev/backend"
+	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/contract"
-	"github.com/gojev/gojev/engine"
 )
 
-// Binary runs the binary contract row by row through one backend, one candidate prompt at a
-// time, as the seed does per candidate: render, tokenize the prompt and its yes/no boundary
-// probes, read the yes/no log-probabilities, rank by p_yes.
-func Binary(ctx context.Context, name string, b backend.Backend, rows []contract.Row) (*Path, error) {
-	tok := backend.Tokenizer(ctx, b)
-	slots, err := contract.ResolveBinarySlots(tok)
-	if err != nil {
-		return nil, err
-	}
-	ids := append(append([]int32(nil), slots.Yes...), slots.No...)
+// Run decides rows through d and measures it. together decides them all at once (DecideAll:
+// every row submitted, the scheduler shares their prefixes); otherwise one row at a time, each
+// Decide returning before the next starts, as the seed decides. PromptTokens are what a
+// no-reuse run would decode; TokensDecoded what the runtime decoded; DecodeS the time in the
+// runtime's read-out, PrepareS in rendering, checking and tokenizing.
+func Run(ctx context.Context, name string, d *gojev.Decider, rows []contract.Row, together bool) (*Path, error) {
 	p := &Path{Name: name, SHA: make([][]string, len(rows)), Chosen: make([]string, len(rows))}
-	lat := make([]time.Duration, 0, len(rows))
+	before := d.Stats()
 	start := time.Now()
-rows:
-	for i, row := range rows {
-		if err := ctx.Err(); err != nil {
+	var outs []gojev.Outcome
+	if together {
+		var err error
+		if outs, err = d.DecideAll(ctx, rows); err != nil {
 			return nil, err
 		}
-		t0 := time.Now()
-		evidence, err := contract.EvidenceJSON(row.State)
-		if err != nil {
-			p.Errors++
-			continue
-		}
-		cands := make([]contract.CandidateScore, len(row.Options))
-		shas := make([]string, len(row.Options))
-		n := 0
-		for k, opt := range row.Options {
-			text, err := b.Render(ctx, contract.BinaryMessages(evidence, row.Question, opt))
-			if err == nil {
-				var toks []int32
-				if toks, err = contract.VerifyBinaryBoundary(tok, text, slots); err == nil {
-					var r backend.Readout
-					t1 := time.Now()
-					r, err = b.NextToken(ctx, toks, ids)
-					p.DecodeS += time.Since(t1).Seconds()
-					if err == nil {
-						cands[k] = contract.CandidateScore{ID: opt.ID, PromptSHA256: contract.PromptSHA256(text), NPromptTokens: len(toks),
-							BinaryScore: contract.BinaryScore{PYes: contract.PYes(r.Logprobs[:len(slots.Yes)], r.Logprobs[len(slots.Yes):])}}
-						shas[k] = contract.PromptSHA256(text)
-						n += len(toks)
-						continue
-					}
-				}
+	} else {
+		outs = make([]gojev.Outcome, len(rows))
+		for i, row := range rows {
+			if err := ctx.Err(); err != nil {
+				return nil, err
 			}
-			p.Errors++
-			continue rows
+			outs[i].Result, outs[i].Err = d.Decide(ctx, row)
 		}
-		chosen := contract.RankCandidates(cands)
-		lat = append(lat, time.Since(t0))
-		p.PrepareS += time.Since(t0).Seconds()
-		p.SHA[i], p.Chosen[i] = shas, cands[chosen].ID
-		p.PromptTokens += int64(n)
 	}
-	p.PrepareS -= p.DecodeS
-	finish(p, len(rows), time.Since(start), lat)
-	return p, nil
-}
-
-// Engine decides all rows at once through the engine (DecideAll: every row submitted, results
-// in order). Its PromptTokens are what a no-reuse run would decode; TokensDecoded what the
-// engine decoded.
-func Engine(ctx context.Context, e *engine.Engine, rows []contract.Row) (*Path, error) {
-	p := &Path{Name: "engine", SHA: make([][]string, len(rows)), Chosen: make([]string, len(rows))}
-	before := e.Stats()
-	start := time.Now()
-	outs, err := e.DecideAll(ctx, rows)
 	wall := time.Since(start)
-	if err != nil {
-		return nil, err
-	}
 	lat := make([]time.Duration, 0, len(rows))
 	for i, o := range outs {
 		if o.Err != nil {
@@ -96,7 +49,7 @@ func Engine(ctx context.Context, e *engine.Engine, rows []contract.Row) (*Path, 
 			p.SHA[i] = append(p.SHA[i], c.PromptSHA256)
 		}
 	}
-	after := e.Stats()
+	after := d.Stats()
 	p.PromptTokens = after.PromptTokens - before.PromptTokens
 	p.TokensDecoded = after.DecodedTokens - before.DecodedTokens
 	p.DecodeS = float64(after.DecodeNS-before.DecodeNS) / 1e9

@@ -11,7 +11,6 @@ import (
 
 	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
-	"github.com/gojev/gojev/decide"
 	"github.com/gojev/gojev/internal/parity"
 	"github.com/gojev/gojev/internal/testenv"
 	"github.com/gojev/gojev/llama"
@@ -61,7 +60,7 @@ func TestParityWithLlamaServer(t *testing.T) {
 func TestCorpusCounts(t *testing.T) {
 	python := testenv.Python3(t)
 	dir := filepath.Join(testenv.LlamaCppDir(t), "models", "templates")
-	s := decide.SampleRow()
+	s := contract.SampleRow()
 	msgs, err := contract.DirectMessages(s.State, s.Question, s.Options)
 	require.NoError(t, err)
 	c, err := parity.RunCorpus(context.Background(), dir, python, msgs)

@@ -1,4 +1,4 @@
-package engine_test
+package gojev_test
 
 import (
 	"context"
@@ -8,13 +8,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
-	"github.com/gojev/gojev/engine"
 )
 
 // positionLogprobs are a raw result's log-probabilities over its listed options, by position.
-func positionLogprobs(r *engine.Result) []float64 {
+func positionLogprobs(r *gojev.Result) []float64 {
 	lp := make([]float64, len(r.Options))
 	for i, o := range r.Options {
 		lp[i] = o.Logprob
@@ -28,8 +28,8 @@ func positionLogprobs(r *engine.Result) []float64 {
 // own order, and the averaged scores are debias.AverageCyclic of those readouts.
 func TestCyclicPermutationsMapBack(t *testing.T) {
 	rows := readRows(t, "banking77/sample-200-8opt.jsonl", 3)
-	raw := openEngine(t, engine.Options{})
-	cyc := openEngine(t, engine.Options{Debias: debias.Cyclic})
+	raw := openEngine(t, gojev.Options{})
+	cyc := openEngine(t, gojev.Options{Debias: debias.Cyclic})
 	got := decideAll(t, cyc, rows)
 	for i, row := range rows {
 		res := got[i]
@@ -87,7 +87,7 @@ func TestCyclicPermutationsMapBack(t *testing.T) {
 // decided from their permutations.
 func TestPriDeEstimateThenDebias(t *testing.T) {
 	rows := readRows(t, "banking77/sample-200-8opt.jsonl", 6)
-	e := openEngine(t, engine.Options{Debias: debias.PriDe})
+	e := openEngine(t, gojev.Options{Debias: debias.PriDe})
 	_, err := e.Decide(context.Background(), rows[5])
 	require.ErrorIs(t, err, debias.ErrNoPrior, "no prior yet")
 
@@ -120,7 +120,7 @@ func TestPriDeEstimateThenDebias(t *testing.T) {
 	assert.InDeltaSlice(t, want, p8, 1e-12)
 
 	e.SetPrior(prior)
-	raw := openEngine(t, engine.Options{})
+	raw := openEngine(t, gojev.Options{})
 	for _, row := range rows[3:] {
 		got, err := e.Decide(context.Background(), row)
 		require.NoError(t, err)
@@ -153,7 +153,7 @@ func TestContextualCalibration(t *testing.T) {
 		rows[i].Options = rows[i].Options[:3]
 		rows[i].Label = ""
 	}
-	e := openEngine(t, engine.Options{Contract: engine.Binary, Debias: debias.Contextual})
+	e := openEngine(t, gojev.Options{Contract: gojev.Binary, Debias: debias.Contextual})
 	res, err := e.Decide(context.Background(), rows[0])
 	require.NoError(t, err)
 	require.NotNil(t, res.Debias)
@@ -169,13 +169,13 @@ func TestContextualCalibration(t *testing.T) {
 	assert.Equal(t, int64(3), e.Stats().Prompts-before, "content-free p_yes cached: only the row's own prompts")
 	assert.Equal(t, res.Debias.Probabilities, again.Debias.Probabilities)
 
-	_, err = engine.Open(modelPath(t), engine.Options{Contract: engine.Direct, Debias: debias.Contextual})
-	assert.ErrorIs(t, err, engine.ErrOptions)
+	_, err = gojev.Open(context.Background(), modelPath(t), gojev.Options{Contract: gojev.Direct, Debias: debias.Contextual})
+	assert.ErrorIs(t, err, gojev.ErrOptions)
 }
 
 // TestHandBuiltRowsAreValidated: a row built in Go gets ParseRow's checks.
 func TestHandBuiltRowsAreValidated(t *testing.T) {
-	e := openEngine(t, engine.Options{})
+	e := openEngine(t, gojev.Options{})
 	row := contract.Row{ID: "x", State: "s", Question: "q",
 		Options: []contract.Option{{ID: "a"}, {ID: "a"}}}
 	_, err := e.Decide(context.Background(), row)

@@ -1,4 +1,4 @@
-package engine
+package gojev
 
 import (
 	"context"
@@ -49,12 +49,12 @@ type Permutation struct {
 	Logprobs []float64 `json:"logprobs"`
 }
 
-// SetPrior sets the prior PriDe divides out (the Options.Prior of a running Engine), e.g. after
+// SetPrior sets the prior PriDe divides out (the Options.Prior of a running Decider), d.g. after
 // EstimatePrior. Safe for concurrent use; rows already decided keep the prior they used.
-func (e *Engine) SetPrior(p *debias.Prior) { e.prior.Store(p) }
+func (d *Decider) SetPrior(p *debias.Prior) { d.prior.Store(p) }
 
 // Prior returns the PriDe prior in force (nil when none).
-func (e *Engine) Prior() *debias.Prior { return e.prior.Load() }
+func (d *Decider) Prior() *debias.Prior { return d.prior.Load() }
 
 // request is one row in flight: its jobs and how their results combine.
 type request struct {
@@ -70,9 +70,9 @@ type request struct {
 
 // begin prepares and enqueues a row's prompts under method. Errors are the row's: bad
 // options, render or check failures, debias.ErrNoPrior; or ctx's and llama.ErrClosed.
-func (e *Engine) begin(ctx context.Context, row contract.Row, method debias.Method) (*request, error) {
+func (d *Decider) begin(ctx context.Context, row contract.Row, method debias.Method) (*request, error) {
 	r := &request{row: row, start: time.Now(), method: method}
-	if err := validateRow(row); err != nil {
+	if err := row.Validate(); err != nil {
 		return nil, err
 	}
 	rows := []contract.Row{row}
@@ -84,12 +84,12 @@ func (e *Engine) begin(ctx context.Context, row contract.Row, method debias.Meth
 			rows = append(rows, p)
 		}
 	case debias.PriDe:
-		if _, ok := e.prior.Load().For(len(row.Options)); !ok && len(row.Options) > 1 {
+		if _, ok := d.prior.Load().For(len(row.Options)); !ok && len(row.Options) > 1 {
 			return nil, fmt.Errorf("%w: %d options (estimate one first: EstimatePrior, or a prior file)", debias.ErrNoPrior, len(row.Options))
 		}
 	}
 	for _, rr := range rows {
-		j, err := e.newJob(ctx, rr)
+		j, err := d.newJob(ctx, rr)
 		if err != nil {
 			if len(r.jobs) > 0 {
 				err = fmt.Errorf("permutation %d: %w", len(r.jobs), err)
@@ -100,13 +100,13 @@ func (e *Engine) begin(ctx context.Context, row contract.Row, method debias.Meth
 	}
 	if method == debias.Contextual {
 		for _, o := range row.Options {
-			if _, ok := e.contentFree.Load(contentFreeKey(row.Question, o)); !ok {
+			if _, ok := d.contentFree.Load(contentFreeKey(row.Question, o)); !ok {
 				r.cfOpts = append(r.cfOpts, o)
 			}
 		}
 		if len(r.cfOpts) > 0 {
 			for _, ev := range debias.ContentFreeEvidence {
-				j, err := e.newJob(ctx, contract.Row{ID: row.ID, State: ev, Question: row.Question, Options: r.cfOpts})
+				j, err := d.newJob(ctx, contract.Row{ID: row.ID, State: ev, Question: row.Question, Options: r.cfOpts})
 				if err != nil {
 					return nil, fmt.Errorf("content-free evidence %q: %w", ev, err)
 				}
@@ -115,7 +115,7 @@ func (e *Engine) begin(ctx context.Context, row contract.Row, method debias.Meth
 		}
 	}
 	for _, j := range append(r.jobs, r.cf...) {
-		if err := e.enqueue(ctx, j); err != nil {
+		if err := d.enqueue(ctx, j); err != nil {
 			return nil, err
 		}
 	}
@@ -123,10 +123,10 @@ func (e *Engine) begin(ctx context.Context, row contract.Row, method debias.Meth
 }
 
 // end waits for a request's jobs and combines their results.
-func (e *Engine) end(ctx context.Context, r *request) (*Result, error) {
+func (d *Decider) end(ctx context.Context, r *request) (*Result, error) {
 	results := make([]*Result, len(r.jobs))
 	for i, j := range r.jobs {
-		res, err := e.wait(ctx, j)
+		res, err := d.wait(ctx, j)
 		if err != nil {
 			if i > 0 {
 				err = fmt.Errorf("permutation %d: %w", i, err)
@@ -140,13 +140,13 @@ func (e *Engine) end(ctx context.Context, r *request) (*Result, error) {
 	case debias.None:
 		return res, nil
 	case debias.Cyclic:
-		return e.combineCyclic(r, results, debias.Cyclic)
+		return d.combineCyclic(r, results, debias.Cyclic)
 	case debias.PriDe:
-		return e.applyPrior(r, res)
+		return d.applyPrior(r, res)
 	case debias.Contextual:
 		cf := make([][]float64, len(r.cf))
 		for i, j := range r.cf {
-			out, err := e.wait(ctx, j)
+			out, err := d.wait(ctx, j)
 			if err != nil {
 				return nil, fmt.Errorf("content-free evidence %q: %w", debias.ContentFreeEvidence[i], err)
 			}
@@ -159,9 +159,9 @@ func (e *Engine) end(ctx context.Context, r *request) (*Result, error) {
 			for i := range cf {
 				vals[i] = cf[i][o]
 			}
-			e.contentFree.Store(contentFreeKey(r.row.Question, opt), vals)
+			d.contentFree.Store(contentFreeKey(r.row.Question, opt), vals)
 		}
-		return e.calibrate(r, res)
+		return d.calibrate(r, res)
 	}
 	return nil, fmt.Errorf("%w: unknown debias method %q", ErrOptions, r.method)
 }
@@ -202,21 +202,21 @@ func finishDebiased(r *request, res *Result, d *Debiased) *Result {
 }
 
 // combineCyclic averages a row's k cyclic permutations (debias.AverageCyclic).
-func (e *Engine) combineCyclic(r *request, results []*Result, method debias.Method) (*Result, error) {
+func (d *Decider) combineCyclic(r *request, results []*Result, method debias.Method) (*Result, error) {
 	perms := make([][]float64, len(results))
-	d := &Debiased{Method: method}
+	db := &Debiased{Method: method}
 	for s, res := range results {
 		perms[s] = positionLogprobs(res)
 		if s > 0 {
-			d.Permutations = append(d.Permutations, Permutation{Shift: s, PromptSHA256: res.PromptSHA256,
+			db.Permutations = append(db.Permutations, Permutation{Shift: s, PromptSHA256: res.PromptSHA256,
 				NPromptTokens: res.NPromptTokens, Logprobs: perms[s]})
 		}
 	}
 	var err error
-	if d.Scores, d.Probabilities, err = debias.AverageCyclic(perms); err != nil {
+	if db.Scores, db.Probabilities, err = debias.AverageCyclic(perms); err != nil {
 		return nil, err
 	}
-	out := finishDebiased(r, results[0], d)
+	out := finishDebiased(r, results[0], db)
 	for _, res := range results[1:] {
 		out.Stats.PromptTokens += res.Stats.PromptTokens
 		out.Stats.DecodedTokens += res.Stats.DecodedTokens
@@ -225,30 +225,30 @@ func (e *Engine) combineCyclic(r *request, results []*Result, method debias.Meth
 }
 
 // applyPrior debiases one decode with the prior for its option count (debias.ApplyPrior).
-func (e *Engine) applyPrior(r *request, res *Result) (*Result, error) {
+func (d *Decider) applyPrior(r *request, res *Result) (*Result, error) {
 	k := len(res.Options)
-	prior, ok := e.prior.Load().For(k)
+	prior, ok := d.prior.Load().For(k)
 	if !ok {
 		if k != 1 {
 			return nil, fmt.Errorf("%w: %d options", debias.ErrNoPrior, k)
 		}
 		prior = []float64{1}
 	}
-	d := &Debiased{Method: debias.PriDe, Prior: prior}
+	db := &Debiased{Method: debias.PriDe, Prior: prior}
 	var err error
-	if d.Scores, d.Probabilities, err = debias.ApplyPrior(positionLogprobs(res), prior); err != nil {
+	if db.Scores, db.Probabilities, err = debias.ApplyPrior(positionLogprobs(res), prior); err != nil {
 		return nil, err
 	}
-	return finishDebiased(r, res, d), nil
+	return finishDebiased(r, res, db), nil
 }
 
 // calibrate applies contextual calibration to every candidate's p_yes and ranks by it.
-func (e *Engine) calibrate(r *request, res *Result) (*Result, error) {
-	d := &Debiased{Method: debias.Contextual}
+func (d *Decider) calibrate(r *request, res *Result) (*Result, error) {
+	db := &Debiased{Method: debias.Contextual}
 	for _, c := range res.Candidates {
-		v, ok := e.contentFree.Load(contentFreeKey(r.row.Question, contract.Option{ID: c.ID, Description: descriptionOf(r.row, c.ID)}))
+		v, ok := d.contentFree.Load(contentFreeKey(r.row.Question, contract.Option{ID: c.ID, Description: descriptionOf(r.row, c.ID)}))
 		if !ok {
-			return nil, fmt.Errorf("engine: no content-free p_yes for candidate %q", c.ID)
+			return nil, fmt.Errorf("gojev: no content-free p_yes for candidate %q", c.ID)
 		}
 		cf := v.([]float64)
 		q, _ := debias.Calibrate(c.PYes, cf)
@@ -256,10 +256,10 @@ func (e *Engine) calibrate(r *request, res *Result) (*Result, error) {
 		for _, x := range cf {
 			mean += x / float64(len(cf))
 		}
-		d.ContentFree = append(d.ContentFree, mean)
-		d.Probabilities = append(d.Probabilities, q)
+		db.ContentFree = append(db.ContentFree, mean)
+		db.Probabilities = append(db.Probabilities, q)
 	}
-	return finishDebiased(r, res, d), nil
+	return finishDebiased(r, res, db), nil
 }
 
 func descriptionOf(row contract.Row, id string) string {
@@ -282,19 +282,19 @@ func contentFreeKey(question string, o contract.Option) string {
 // returns the prior (PromptVersion set; Model left for the caller to fill) and one Outcome per
 // row, in order: the row's decision from its permutations' average (Debias.Method PriDe,
 // PriorSample true), as the paper decides its estimation sample. A row that fails is its
-// Outcome's error and is left out of the estimate. The Engine must serve the Direct contract.
+// Outcome's error and is left out of the estimate. The Decider must serve the Direct contract.
 // It does not set the prior: call SetPrior.
-func (e *Engine) EstimatePrior(ctx context.Context, rows []contract.Row) (*debias.Prior, []Outcome, error) {
-	if e.opts.Contract != Direct {
+func (d *Decider) EstimatePrior(ctx context.Context, rows []contract.Row) (*debias.Prior, []Outcome, error) {
+	if d.opts.Contract != Direct {
 		return nil, nil, fmt.Errorf("%w: PriDe needs the direct contract", ErrOptions)
 	}
 	out := make([]Outcome, len(rows))
 	reqs := make([]*request, len(rows))
 	for i, row := range rows {
 		if err := ctx.Err(); err != nil {
-			return nil, out, fmt.Errorf("engine: %w", err)
+			return nil, out, fmt.Errorf("gojev: %w", err)
 		}
-		reqs[i], out[i].Err = e.begin(ctx, row, debias.Cyclic)
+		reqs[i], out[i].Err = d.begin(ctx, row, debias.Cyclic)
 	}
 	rowPriors := map[int][][]float64{}
 	for i, r := range reqs {
@@ -303,7 +303,7 @@ func (e *Engine) EstimatePrior(ctx context.Context, rows []contract.Row) (*debia
 		}
 		results := make([]*Result, len(r.jobs))
 		for s, j := range r.jobs {
-			res, err := e.wait(ctx, j)
+			res, err := d.wait(ctx, j)
 			if err != nil {
 				out[i].Err = err
 				break
@@ -313,7 +313,7 @@ func (e *Engine) EstimatePrior(ctx context.Context, rows []contract.Row) (*debia
 		if out[i].Err != nil {
 			continue
 		}
-		res, err := e.combineCyclic(r, results, debias.PriDe)
+		res, err := d.combineCyclic(r, results, debias.PriDe)
 		if err != nil {
 			out[i].Err = err
 			continue
@@ -336,7 +336,7 @@ func (e *Engine) EstimatePrior(ctx context.Context, rows []contract.Row) (*debia
 		rowPriors[k] = append(rowPriors[k], prior)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, out, fmt.Errorf("engine: %w", err)
+		return nil, out, fmt.Errorf("gojev: %w", err)
 	}
 	p := &debias.Prior{Method: debias.PriDe, Reference: debias.Reference, PromptVersion: contract.PromptVersion,
 		ByOptions: map[int]debias.LetterPrior{}}
@@ -348,7 +348,7 @@ func (e *Engine) EstimatePrior(ctx context.Context, rows []contract.Row) (*debia
 		p.ByOptions[k] = debias.LetterPrior{Letters: debias.Letters(k), Prior: avg, SampleRows: len(priors)}
 	}
 	if len(p.ByOptions) == 0 {
-		return nil, out, errors.New("engine: no row of the sample could be decided under its permutations")
+		return nil, out, errors.New("gojev: no row of the sample could be decided under its permutations")
 	}
 	for i := range out {
 		if out[i].Result != nil {
@@ -358,26 +358,4 @@ func (e *Engine) EstimatePrior(ctx context.Context, rows []contract.Row) (*debia
 		}
 	}
 	return p, out, nil
-}
-
-// validateRow checks what ParseRow checks for rows built in Go: 1..16 options, unique
-// non-empty ids, a label among them.
-func validateRow(row contract.Row) error {
-	if err := contract.CheckOptionCount(len(row.Options)); err != nil {
-		return fmt.Errorf("%w: %w", contract.ErrRow, err)
-	}
-	seen := make(map[string]bool, len(row.Options))
-	for i, o := range row.Options {
-		if o.ID == "" {
-			return fmt.Errorf("%w: option %d has an empty id", contract.ErrRow, i)
-		}
-		if seen[o.ID] {
-			return fmt.Errorf("%w: duplicate option id %q", contract.ErrRow, o.ID)
-		}
-		seen[o.ID] = true
-	}
-	if row.Label != "" && !seen[row.Label] {
-		return fmt.Errorf("%w: \"label\" %q is not one of the option ids", contract.ErrRow, row.Label)
-	}
-	return nil
 }

@@ -1,10 +1,8 @@
-package engine_test
+package gojev_test
 
 import (
 	"context"
-	"log/slog"
 	"math"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -12,37 +10,30 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
-	"github.com/gojev/gojev/decide"
-	"github.com/gojev/gojev/engine"
 	"github.com/gojev/gojev/internal/testenv"
-	"github.com/gojev/gojev/llama"
 )
-
-func TestMain(m *testing.M) {
-	llama.SetLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
-	os.Exit(m.Run())
-}
 
 func modelPath(t testing.TB) string { return testenv.SmallModel(t) }
 
-func openEngine(t testing.TB, opts engine.Options) *engine.Engine {
+func openEngine(t testing.TB, opts gojev.Options) *gojev.Decider {
 	t.Helper()
 	if opts.NThreads == 0 {
 		opts.NThreads = 2
 	}
-	e, err := engine.Open(modelPath(t), opts)
+	e, err := gojev.Open(context.Background(), modelPath(t), opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.Close() })
 	return e
 }
 
-func decideAll(t testing.TB, e *engine.Engine, rows []contract.Row) []*engine.Result {
+func decideAll(t testing.TB, e *gojev.Decider, rows []contract.Row) []*gojev.Result {
 	t.Helper()
 	outs, err := e.DecideAll(context.Background(), rows)
 	require.NoError(t, err)
-	res := make([]*engine.Result, len(outs))
+	res := make([]*gojev.Result, len(outs))
 	for i, o := range outs {
 		require.NoError(t, o.Err, "row %d", i)
 		res[i] = o.Result
@@ -50,7 +41,7 @@ func decideAll(t testing.TB, e *engine.Engine, rows []contract.Row) []*engine.Re
 	return res
 }
 
-func logStats(t *testing.T, e *engine.Engine, res []*engine.Result) {
+func logStats(t *testing.T, e *gojev.Decider, res []*gojev.Result) {
 	t.Helper()
 	st := e.Stats()
 	t.Logf("rows %d, prompts %d, prompt tokens %d, decoded %d (%.1f%%), decodes %d, rounds %d",
@@ -62,22 +53,23 @@ func logStats(t *testing.T, e *engine.Engine, res []*engine.Result) {
 	assert.InDelta(t, float64(st.DecodedTokens), sum, 1e-6, "per-row decoded tokens add up to the total")
 }
 
-// TestDirectMatchesDecider compares the engine with package decide (one prompt at a time) on
-// real rows, decided concurrently from several goroutines: the same prompts, every option's
+// TestDirectMatchesOneAtATime compares a Decider deciding real rows concurrently from several
+// goroutines (prompts batched into rounds, shared prefixes decoded once) with one deciding
+// them one at a time, every prompt decoded whole (NoPrefixReuse, jev bench's baseline): the same prompts, every option's
 // log-probability within 1e-4 (measured: bit-identical) and the same choice on every row, while
 // the shared prefix is decoded once.
-func TestDirectMatchesDecider(t *testing.T) {
+func TestDirectMatchesOneAtATime(t *testing.T) {
 	rows := readRows(t, "banking77/sample-200-8opt.jsonl", 24)
-	d, err := decide.Open(modelPath(t), decide.Options{NThreads: 2})
+	d, err := gojev.Open(context.Background(), modelPath(t), gojev.Options{NThreads: 2, NoPrefixReuse: true})
 	require.NoError(t, err)
 	defer d.Close()
-	want := make([]*decide.Decision, len(rows))
+	want := make([]*gojev.Result, len(rows))
 	for i, row := range rows {
 		want[i], err = d.Decide(context.Background(), row)
 		require.NoError(t, err)
 	}
-	e := openEngine(t, engine.Options{})
-	got := make([]*engine.Result, len(rows))
+	e := openEngine(t, gojev.Options{})
+	got := make([]*gojev.Result, len(rows))
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() {
@@ -108,7 +100,7 @@ func TestDirectMatchesDecider(t *testing.T) {
 		}
 		assert.LessOrEqual(t, g.Stats.DecodedTokens, float64(g.Stats.PromptTokens), "row %d", i)
 	}
-	t.Logf("direct, %d rows from 4 goroutines: max |Δ logprob| vs decide.Decider = %.3g; same choice on %d/%d", len(rows), maxDelta, sameChoice, len(rows))
+	t.Logf("direct, %d rows from 4 goroutines: max |Δ logprob| vs one at a time = %.3g; same choice on %d/%d", len(rows), maxDelta, sameChoice, len(rows))
 	logStats(t, e, got)
 	st := e.Stats()
 	assert.Less(t, st.DecodedTokens, st.PromptTokens*9/10, "the shared prefix is decoded once")
@@ -127,14 +119,14 @@ func readRows(t testing.TB, rel string, limit int) []contract.Row {
 // aligned to absolute positions (backend.Align). Without the alignment they differed by up
 // to 0.147.
 func TestBitIdenticalOnTheDefaultModel(t *testing.T) {
-	model := testenv.DefaultModel(t, decide.DefaultModelFile)
+	model := testenv.DefaultModel(t)
 	rows := testenv.Rows(t, filepath.Join(testenv.RepoRoot(t), "examples", "tickets.jsonl"), 12)
 	alone, err := backend.OpenInProcess(model, backend.InProcessOptions{NoPrefixReuse: true, NThreads: 2})
 	require.NoError(t, err)
 	defer alone.Close()
-	d, err := decide.New(context.Background(), alone)
+	d, err := gojev.New(context.Background(), alone, gojev.Options{})
 	require.NoError(t, err)
-	e, err := engine.Open(model, engine.Options{NThreads: 2})
+	e, err := gojev.Open(context.Background(), model, gojev.Options{NThreads: 2})
 	require.NoError(t, err)
 	defer e.Close()
 	got := decideAll(t, e, rows)

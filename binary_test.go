@@ -1,4 +1,4 @@
-package engine_test
+package gojev_test
 
 import (
 	"context"
@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
-	"github.com/gojev/gojev/engine"
 )
 
 // TestBinaryMatchesOnePromptAtATime compares binary decisions on real 16-option rows with each
@@ -26,7 +26,7 @@ func TestBinaryMatchesOnePromptAtATime(t *testing.T) {
 	slots, err := contract.ResolveBinarySlots(backend.Tokenizer(ctx, ref))
 	require.NoError(t, err)
 
-	e := openEngine(t, engine.Options{Contract: engine.Binary})
+	e := openEngine(t, gojev.Options{Contract: gojev.Binary})
 	got := decideAll(t, e, rows)
 	maxDelta, same := 0.0, 0
 	for i, row := range rows {

@@ -1,4 +1,4 @@
-package decide_test
+package gojev_test
 
 import (
 	"bufio"
@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/contract"
-	"github.com/gojev/gojev/decide"
 	"github.com/gojev/gojev/internal/testenv"
 	"github.com/gojev/gojev/llama"
 )
@@ -80,7 +80,7 @@ func TestSoak(t *testing.T) {
 	warmup := max(50, n/10)
 
 	m0, c0, b0 := llama.Live()
-	d, err := decide.Open(testenv.SmallModel(t), decide.Options{NThreads: 1})
+	d, err := gojev.Open(context.Background(), testenv.SmallModel(t), gojev.Options{NThreads: 1})
 	require.NoError(t, err)
 	rows := soakRows(t, 4)
 	ctx := context.Background()

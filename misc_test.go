@@ -1,4 +1,4 @@
-package engine_test
+package gojev_test
 
 import (
 	"context"
@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
-	"github.com/gojev/gojev/decide"
-	"github.com/gojev/gojev/engine"
 	"github.com/gojev/gojev/llama"
 )
 
@@ -18,7 +18,7 @@ import (
 // cancelled context as per-row errors.
 func TestBinaryBadRowsCancelAndClose(t *testing.T) {
 	m0, c0, b0 := llama.Live()
-	e, err := engine.Open(modelPath(t), engine.Options{Contract: engine.Binary, NThreads: 2})
+	e, err := gojev.Open(context.Background(), modelPath(t), gojev.Options{Contract: gojev.Binary, NThreads: 2})
 	require.NoError(t, err)
 	rows := readRows(t, "banking77/test-16opt.jsonl", 1)
 	bad := rows[0]
@@ -35,8 +35,8 @@ func TestBinaryBadRowsCancelAndClose(t *testing.T) {
 	for _, c := range r.Candidates {
 		assert.Len(t, c.PromptSHA256, 64)
 		assert.True(t, c.PYes >= 0 && c.PYes <= 1)
-		assert.Len(t, c.Yes, len(e.BinarySlots().Yes))
-		assert.Len(t, c.No, len(e.BinarySlots().No))
+		assert.Len(t, c.Yes, len(e.Check().Yes))
+		assert.Len(t, c.No, len(e.Check().No))
 		ranks[c.Rank] = true
 		if c.Rank == 1 {
 			assert.Equal(t, c.ID, r.Chosen)
@@ -46,7 +46,7 @@ func TestBinaryBadRowsCancelAndClose(t *testing.T) {
 	t.Logf("binary: chosen %s, prompt tokens %d, decoded %.0f, %+v", r.Chosen, r.Stats.PromptTokens, r.Stats.DecodedTokens, e.Stats())
 	assert.Less(t, r.Stats.DecodedTokens, float64(r.Stats.PromptTokens)/2, "the row's prefix is decoded once for 16 candidates")
 	assert.ErrorIs(t, outs[1].Err, contract.ErrNoOptions)
-	assert.ErrorIs(t, outs[2].Err, decide.ErrSpecialText)
+	assert.ErrorIs(t, outs[2].Err, backend.ErrSpecialText)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -62,6 +62,6 @@ func TestBinaryBadRowsCancelAndClose(t *testing.T) {
 }
 
 func TestOptionsAreChecked(t *testing.T) {
-	_, err := engine.Open(modelPath(t), engine.Options{NBatch: 4})
-	assert.ErrorIs(t, err, engine.ErrOptions)
+	_, err := gojev.Open(context.Background(), modelPath(t), gojev.Options{NBatch: 4})
+	assert.ErrorIs(t, err, backend.ErrOptions)
 }

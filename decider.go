@@ -1,0 +1,264 @@
+package gojev
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gojev/gojev/backend"
+	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/debias"
+	"github.com/gojev/gojev/llama"
+)
+
+// Decider decides rows under one contract on one runtime. It is safe for concurrent use (see
+// the package documentation); Close it when done.
+type Decider struct {
+	opts   Options
+	rt     backend.Backend
+	owns   bool // Close closes rt (Open)
+	slots  contract.Slots
+	bslots contract.BinarySlots
+	check  Check
+
+	submit     chan *job
+	quit       chan struct{}
+	base       context.Context // cancelled by Close: aborts the decode in flight
+	cancelBase context.CancelFunc
+	stopped    chan struct{}
+	closeMu    sync.Mutex
+	closed     bool
+	// cpu serialises preparing prompts (rendering, the 17 tokenizations of the boundary
+	// check) with decoding: in-process, a decode already uses every core it is given
+	// (n_threads), and a goroutine tokenizing beside it preempts one of its OpenMP threads,
+	// which then stalls the others at every barrier (measured: slower than one at a time on 2
+	// cores).
+	cpu sync.Mutex
+
+	stats struct {
+		rows, prompts, promptTokens, decodedTokens, decodes, rounds atomic.Int64
+		decodeNS, prepareNS                                         atomic.Int64
+	}
+
+	// prior is PriDe's letter prior (Options.Prior, SetPrior); contentFree caches contextual
+	// calibration's content-free p_yes per question and candidate ([]float64, one per
+	// debias.ContentFreeEvidence).
+	prior       atomic.Pointer[debias.Prior]
+	contentFree sync.Map
+
+	sched scheduler // owned by the scheduler goroutine
+}
+
+// New returns a Decider on a runtime (backend.NewHTTP, or an in-process backend) after the
+// contract's start-up checks: Direct, the sixteen answer slots resolve (single, unique,
+// round-tripping tokens: contract.ResolveSlots); Binary, the yes/no slots resolve
+// (contract.ResolveBinarySlots); and the answer boundary holds on contract.SampleRow's prompt.
+// A model that fails is refused with an error wrapping the contract error
+// (contract.ErrSlotNotSingleToken, ErrSlotCollision, ErrSlotRoundTrip, ErrBoundary), or the
+// runtime's (render.ErrTemplate, backend.ErrHTTP, ...). The caller keeps rt and closes it after
+// the Decider; Open's Decider owns its runtime.
+func New(ctx context.Context, rt backend.Backend, opts Options) (*Decider, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	d := &Decider{opts: opts, rt: rt}
+	if err := d.startupChecks(ctx); err != nil {
+		return nil, err
+	}
+	d.submit = make(chan *job, 64)
+	d.quit = make(chan struct{})
+	d.base, d.cancelBase = context.WithCancel(context.Background())
+	d.stopped = make(chan struct{})
+	d.sched.d = d
+	d.prior.Store(opts.Prior)
+	go d.loop()
+	return d, nil
+}
+
+// Close stops the scheduler (a decode in flight is aborted; requests not finished return
+// errors wrapping llama.ErrClosed) and, for a Decider from Open, closes its runtime (the
+// batch, context and model, llama_free and llama_model_free). It is idempotent and safe to
+// call concurrently with Decide.
+func (d *Decider) Close() error {
+	d.closeMu.Lock()
+	defer d.closeMu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	close(d.quit)
+	d.cancelBase()
+	<-d.stopped
+	if d.owns {
+		return d.rt.Close()
+	}
+	return nil
+}
+
+// Options returns the options the Decider was made with.
+func (d *Decider) Options() Options { return d.opts }
+
+// Runtime returns the runtime the Decider decides on (a *backend.InProcess after Open).
+func (d *Decider) Runtime() backend.Backend { return d.rt }
+
+// Check returns what the start-up checks found; a Decider exists only if they passed.
+func (d *Decider) Check() Check { return d.check }
+
+// SlotInfo describes one answer token: its text (a letter, or a yes/no spelling), token id and
+// the token's text as the runtime detokenizes it.
+type SlotInfo struct {
+	Letter string `json:"letter,omitempty"`
+	Token  int32  `json:"token"`
+	Piece  string `json:"piece"`
+}
+
+// Check is what the start-up checks found (jev check).
+type Check struct {
+	PromptVersion string `json:"prompt_version"`
+	Backend       string `json:"backend"`
+	Renderer      string `json:"renderer"`
+	// Slots are the direct contract's sixteen answer letters; Yes and No the binary
+	// contract's single-token spellings.
+	Slots              []SlotInfo `json:"slots,omitempty"`
+	Yes                []SlotInfo `json:"yes,omitempty"`
+	No                 []SlotInfo `json:"no,omitempty"`
+	TemplateSHA256     string     `json:"template_sha256,omitempty"`
+	TemplateDate       string     `json:"template_date"`
+	SamplePromptSHA256 string     `json:"sample_prompt_sha256"`
+	SampleTokens       int        `json:"sample_prompt_tokens"`
+	BoundaryHolds      bool       `json:"boundary_holds"`
+}
+
+// Stats are a row's token and time accounting.
+type Stats struct {
+	// PromptTokens is what deciding the row alone with no reuse decodes: the sum of its
+	// prompts' lengths (one prompt under Direct, one per option under Binary, times the
+	// permutations under Cyclic).
+	PromptTokens int `json:"prompt_tokens"`
+	// DecodedTokens is what the runtime decoded for the row: every token decoded is shared
+	// equally among the prompts it served, so the sum over rows is the Decider's total.
+	DecodedTokens float64 `json:"decoded_tokens"`
+	// QueueMS is the time from the request to the first decode of one of its prompts, in ms.
+	QueueMS float64 `json:"queue_ms"`
+}
+
+// Result is one row's decision, under either contract. Direct: PromptSHA256, ChosenLetter
+// and Options (each option's logit, logprob and probability; Logit nil over HTTP). Binary:
+// Candidates, one per option in row order, each with its own prompt_sha256, p_yes, yes/no
+// readouts and rank. Chosen is the chosen option's id and Probability its probability: among
+// the listed options (direct) or its p_yes (binary), the debiased or calibrated one under bias
+// control, whose Debias keeps the raw choice.
+type Result struct {
+	ID            json.RawMessage           `json:"id"`
+	PromptVersion string                    `json:"prompt_version"`
+	PromptSHA256  string                    `json:"prompt_sha256,omitempty"`
+	NPromptTokens int                       `json:"n_prompt_tokens"`
+	Chosen        string                    `json:"chosen"`
+	ChosenLetter  string                    `json:"chosen_letter,omitempty"`
+	Probability   float64                   `json:"probability"`
+	Options       []contract.OptionScore    `json:"options,omitempty"`
+	Candidates    []contract.CandidateScore `json:"candidates,omitempty"`
+	Label         string                    `json:"label,omitempty"`
+	Correct       *bool                     `json:"correct,omitempty"`
+	// Debias is what bias control added (nil without Options.Debias).
+	Debias *Debiased `json:"debias,omitempty"`
+	// Backend is "in-process" or the server's URL; Renderer "go", "llama" or "server";
+	// TemplateDate the clock the template read ("2006-01-02" at midnight, else RFC 3339):
+	// rerun with it pinned (Options.TemplateTime, jev --template-date) to reproduce
+	// prompt_sha256.
+	Backend      string `json:"backend"`
+	Renderer     string `json:"renderer"`
+	TemplateDate string `json:"template_date"`
+	// MS is the decision's latency in milliseconds: from the call to the result, queueing,
+	// rendering and the shared decodes included.
+	MS    float64 `json:"ms"`
+	Stats Stats   `json:"stats"`
+}
+
+// DeciderStats are totals since New.
+type DeciderStats struct {
+	Rows          int64 // rows decided (results returned)
+	Prompts       int64 // prompts scored
+	PromptTokens  int64 // tokens a no-reuse run would decode for those prompts
+	DecodedTokens int64 // prompt tokens the runtime decoded (backend.Readout.Decoded)
+	Decodes       int64 // next-token read-outs (backend NextToken calls)
+	Rounds        int64 // scheduling rounds
+	// DecodeNS is the time spent in the runtime's NextToken; PrepareNS in rendering, the
+	// special-text and boundary checks and tokenizing (nanoseconds).
+	DecodeNS, PrepareNS int64
+}
+
+// Stats returns the Decider's totals.
+func (d *Decider) Stats() DeciderStats {
+	return DeciderStats{
+		Rows: d.stats.rows.Load(), Prompts: d.stats.prompts.Load(), PromptTokens: d.stats.promptTokens.Load(),
+		DecodedTokens: d.stats.decodedTokens.Load(), Decodes: d.stats.decodes.Load(), Rounds: d.stats.rounds.Load(),
+		DecodeNS: d.stats.decodeNS.Load(), PrepareNS: d.stats.prepareNS.Load(),
+	}
+}
+
+// Decide decides one row. It validates the row (contract.Row.Validate), renders and checks
+// its prompt(s) in the calling goroutine, hands them to the scheduler, which decodes them
+// together with other requests' prompts, and waits. Errors are per row and never affect other
+// requests: contract.ErrRow (bad options), contract.ErrBoundary, backend.ErrPromptTooLong,
+// backend.ErrSpecialText, debias.ErrNoPrior, runtime errors; a cancelled ctx returns at once
+// with an error wrapping ctx.Err(); a closed Decider gives llama.ErrClosed.
+func (d *Decider) Decide(ctx context.Context, row Row) (*Result, error) {
+	r, err := d.begin(ctx, row, d.opts.Debias)
+	if err != nil {
+		return nil, err
+	}
+	return d.end(ctx, r)
+}
+
+// Outcome is one row's Result or error, as DecideAll returns them.
+type Outcome struct {
+	Result *Result
+	Err    error
+}
+
+// DecideAll decides rows together and returns one Outcome per row, in input order. Rows are
+// prepared in order and handed to the scheduler as they are ready, so rows next to each other
+// share decodes. A bad row is that row's Outcome.Err. The error is non-nil only when ctx was
+// cancelled (it wraps ctx.Err(); rows not finished then carry the same error) or the Decider
+// was closed.
+func (d *Decider) DecideAll(ctx context.Context, rows []Row) ([]Outcome, error) {
+	out := make([]Outcome, len(rows))
+	reqs := make([]*request, len(rows))
+	for i, row := range rows {
+		if err := ctx.Err(); err != nil {
+			for k := i; k < len(rows); k++ {
+				out[k].Err = fmt.Errorf("gojev: %w", err)
+			}
+			break
+		}
+		reqs[i], out[i].Err = d.begin(ctx, row, d.opts.Debias)
+	}
+	for i, r := range reqs {
+		if r != nil {
+			out[i].Result, out[i].Err = d.end(ctx, r)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return out, fmt.Errorf("gojev: %w", err)
+	}
+	d.closeMu.Lock()
+	closed := d.closed
+	d.closeMu.Unlock()
+	if closed {
+		return out, fmt.Errorf("gojev: %w", llama.ErrClosed)
+	}
+	return out, nil
+}
+
+// templateDate formats the template clock as results record it: "2006-01-02" when it is a
+// midnight, RFC 3339 otherwise.
+func templateDate(t time.Time) string {
+	if t.Hour() == 0 && t.Minute() == 0 && t.Second() == 0 && t.Nanosecond() == 0 {
+		return t.Format(time.DateOnly)
+	}
+	return t.Format(time.RFC3339)
+}

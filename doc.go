@@ -1,0 +1,65 @@
+// Package gojev makes LLM decisions in-process: it renders a fixed decision prompt through a
+// model's own chat template, reads the next-token logits of the answer tokens, and returns the
+// chosen option with its probability. A Decider is the one type a program holds.
+//
+// # Concurrency
+//
+// A Decider is safe for concurrent use by any number of goroutines, and a program needs only
+// one per model. Decide blocks until its row is decided; meanwhile one scheduler goroutine
+// owns the runtime: it takes every prompt waiting (a round), decodes them in the order of
+// their tokens, and hands each request its result. Concurrent requests are thereby batched:
+// the tokens their prompts share (the system prompt, the template's head, one row's evidence
+// for its binary candidates) are decoded once per round, not once per request. Results never
+// depend on what else is decided at the same time: each prompt's logits are bit-identical to
+// deciding it alone (package backend explains how). A cancelled context returns at once; the
+// request's prompts are dropped from the round. Close aborts the decode in flight and fails
+// the requests still waiting with an error wrapping llama.ErrClosed.
+//
+// A typical use is an HTTP handler that embeds the judge:
+//
+//	d, err := gojev.Open(ctx, "model.gguf", gojev.Options{})
+//	if err != nil { ... }
+//	defer d.Close()
+//	http.HandleFunc("POST /decide", func(w http.ResponseWriter, r *http.Request) {
+//		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+//		row, err := contract.ParseRow(body) // {"id", "state", "question", "options"}
+//		if err == nil {
+//			var res *gojev.Result
+//			if res, err = d.Decide(r.Context(), row); err == nil { // concurrent requests share decodes
+//				json.NewEncoder(w).Encode(res)
+//				return
+//			}
+//		}
+//		http.Error(w, err.Error(), http.StatusBadRequest)
+//	})
+//
+// DecideAll decides a slice of rows together (an offline evaluation), results in input order.
+//
+// # Runtimes
+//
+// Open loads a GGUF model into this process through llama.cpp (package llama, the one cgo
+// package; build it with `make` in a clone, or from any module with
+// `eval "$(go run github.com/gojev/gojev/cmd/gojev-native install)"`). New wraps any
+// backend.Backend instead, such as backend.NewHTTP for a running llama-server: the same
+// checks, scheduling, scoring and bias control run on either, through the same code. Without
+// cgo (CGO_ENABLED=0) the package still builds; Open then returns ErrNoCgo and New works with
+// the HTTP runtime.
+//
+// # Contracts
+//
+// Direct (direct-options-v1, the default) renders one prompt per row and reads the letter
+// logits A..P at its last position, softmax over the listed options. Binary
+// (binary-candidates-v1) renders one yes/no prompt per option and ranks the candidates by
+// p_yes. The prompts are the seed's, byte for byte (package contract); every Result carries
+// its prompt_version and prompt_sha256. Open and New refuse a model that fails the contract's
+// start-up checks (answer slots single, unique, round-tripping; the answer boundary).
+//
+// # Bias control
+//
+// Options.Debias adds debiased scores beside the raw ones without changing a prompt (package
+// debias): PriDe divides an estimated letter prior out of one decode per row (EstimatePrior,
+// SetPrior, or Options.Prior from a saved file); Cyclic decides a row under all k cyclic
+// permutations of its options, decoded together so their common prefix is decoded once;
+// Contextual calibrates the binary contract's p_yes against content-free evidence. Result.Debias
+// keeps the raw choice.
+package gojev

@@ -1,0 +1,34 @@
+//go:build cgo
+
+package gojev
+
+import (
+	"context"
+
+	"github.com/gojev/gojev/backend"
+)
+
+// Open loads the GGUF model at path into this process (backend.OpenInProcess: the file is
+// validated by package gguf before llama.cpp reads it) and returns a Decider that owns it, as
+// New does after the start-up checks. Loading takes seconds; ctx is checked before and after.
+// Errors wrap ErrOptions, backend.ErrOptions, llama.ErrLoad, backend.ErrNoTemplate,
+// render.ErrTemplate, llama.ErrContext, or the contract's start-up errors (see New).
+func Open(ctx context.Context, path string, opts Options) (*Decider, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rt, err := backend.OpenInProcess(path, opts.InProcess())
+	if err != nil {
+		return nil, err
+	}
+	d, err := New(ctx, rt, opts)
+	if err != nil {
+		_ = rt.Close()
+		return nil, err
+	}
+	d.owns = true
+	return d, nil
+}

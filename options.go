@@ -1,0 +1,114 @@
+package gojev
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gojev/gojev/backend"
+	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/debias"
+)
+
+// Row is one decision: evidence (State), a criterion (Question) and 1..16 options (package
+// contract documents the fields). State may be any value encoding/json can marshal; it is
+// embedded in the prompt as Python's json.dumps would write it, with struct fields in
+// declaration order and the key order of rows read by contract.ParseRow.
+type Row = contract.Row
+
+// Option is one listed option of a Row: an id (returned as Result.Chosen) and the description
+// the model reads.
+type Option = contract.Option
+
+// Contract selects the prompt contract a Decider serves.
+type Contract int
+
+const (
+	// Direct is direct-options-v1: one prompt per row, answer letters A..P.
+	Direct Contract = iota
+	// Binary is binary-candidates-v1: one yes/no prompt per option, ranked by p_yes.
+	Binary
+)
+
+// String returns the contract's prompt_version.
+func (c Contract) String() string {
+	switch c {
+	case Direct:
+		return contract.PromptVersion
+	case Binary:
+		return contract.BinaryPromptVersion
+	}
+	return fmt.Sprintf("Contract(%d)", int(c))
+}
+
+// Errors of a Decider, testable with errors.Is. Row errors also wrap the contract's
+// (contract.ErrRow, contract.ErrBoundary, ...) and the runtime's (backend.ErrPromptTooLong,
+// backend.ErrSpecialText, backend.ErrHTTP, llama.ErrDecode); a cancelled request wraps its
+// context's error; a request on a closed Decider wraps llama.ErrClosed.
+var (
+	// ErrOptions: an Options field is out of range, or a bias-control method does not apply
+	// to the contract. backend.ErrOptions is wrapped for the in-process settings.
+	ErrOptions = errors.New("gojev: invalid options")
+	// ErrNoCgo: Open needs cgo (the in-process runtime links llama.cpp); this binary was built
+	// with CGO_ENABLED=0. New with backend.NewHTTP works without it.
+	ErrNoCgo = errors.New("gojev: built without cgo: the in-process runtime is not available")
+)
+
+// Options configure a Decider. The zero value decides under the direct contract with no bias
+// control, on the model's own chat template, with llama.cpp's defaults.
+type Options struct {
+	// Contract is the prompt contract every row is decided under (default Direct).
+	Contract Contract
+	// Debias is the bias control every row gets (package debias); the prompts never change:
+	// debias.None (default); debias.PriDe (Direct: one decode per row, debiased with the
+	// letter prior for its option count from Prior or SetPrior, which EstimatePrior
+	// estimates); debias.Cyclic (Direct: every row under all k cyclic permutations of its
+	// options); debias.Contextual (Binary: each candidate's p_yes calibrated against
+	// content-free evidence, three extra prompts per question and candidate, cached).
+	Debias debias.Method
+	// Prior is PriDe's letter prior (a prior file, debias.LoadPrior), used under debias.PriDe.
+	Prior *debias.Prior
+
+	// The fields below configure the runtime Open creates (backend.InProcessOptions
+	// documents each and its default). New takes a runtime already configured and ignores
+	// them.
+
+	Renderer           string         // backend.RendererGo (default) or backend.RendererLlama
+	ChatTemplate       string         // Jinja source replacing the model's tokenizer.chat_template
+	ChatTemplateKwargs map[string]any // chat_template_kwargs; nil means {"enable_thinking": false}
+	TemplateTime       time.Time      // the clock templates read; zero means today, 00:00 UTC
+	NGPULayers         int            // n_gpu_layers; zero offloads every layer (-1)
+	NoGPU              bool           // n_gpu_layers 0
+	NCtx               int            // n_ctx: the longest prompt (default 4096, capped at n_ctx_train)
+	NBatch             int            // n_batch: tokens per llama_decode (default 512)
+	NThreads           int            // n_threads (default runtime.NumCPU())
+	NoMmap             bool           // use_mmap=false
+	NoPrefixReuse      bool           // decode every prompt whole (a one-at-a-time baseline)
+}
+
+// InProcess returns the in-process runtime's options these Options carry.
+func (o Options) InProcess() backend.InProcessOptions {
+	return backend.InProcessOptions{
+		Options:  backend.Options{ChatTemplateKwargs: o.ChatTemplateKwargs, TemplateTime: o.TemplateTime},
+		Renderer: o.Renderer, ChatTemplate: o.ChatTemplate, NGPULayers: o.NGPULayers, NoGPU: o.NoGPU,
+		NCtx: o.NCtx, NBatch: o.NBatch, NThreads: o.NThreads, NoMmap: o.NoMmap, NoPrefixReuse: o.NoPrefixReuse,
+	}
+}
+
+// check validates the decision options. Errors wrap ErrOptions.
+func (o Options) check() error {
+	switch o.Contract {
+	case Direct, Binary:
+	default:
+		return fmt.Errorf("%w: unknown contract %d", ErrOptions, int(o.Contract))
+	}
+	switch {
+	case o.Debias == debias.None:
+	case (o.Debias == debias.PriDe || o.Debias == debias.Cyclic) && o.Contract == Direct:
+	case o.Debias == debias.Contextual && o.Contract == Binary:
+	default:
+		return fmt.Errorf("%w: debias method %q does not apply to %s (pride and cyclic: direct; contextual: binary)",
+			ErrOptions, o.Debias, o.Contract)
+	}
+	return nil
+}

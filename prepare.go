@@ -1,0 +1,148 @@
+package gojev
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gojev/gojev/backend"
+	"github.com/gojev/gojev/contract"
+)
+
+// Prompt is one rendered, checked and tokenized prompt.
+type Prompt struct {
+	Text    string  // the prompt text the model reads
+	SHA256  string  // contract.PromptSHA256(Text): the prompt_sha256 results carry
+	Tokens  []int32 // its tokens (add_special=false, parse_special=true)
+	NTokens int     // len(Tokens)
+	ids     []int32 // the answer tokens read at its last position
+}
+
+// startupChecks resolves the contract's answer tokens, renders contract.SampleRow and checks
+// the boundary on it, and fills d.check.
+func (d *Decider) startupChecks(ctx context.Context) error {
+	tok := backend.Tokenizer(ctx, d.rt)
+	d.check = Check{PromptVersion: d.opts.Contract.String(), Backend: d.rt.Name(), Renderer: d.rt.Renderer(),
+		TemplateDate: templateDate(d.rt.TemplateTime())}
+	info := func(ids []int32, letters bool) ([]SlotInfo, error) {
+		out := make([]SlotInfo, len(ids))
+		for i, t := range ids {
+			piece, err := d.rt.Detokenize(ctx, []int32{t})
+			if err != nil {
+				return nil, err
+			}
+			out[i] = SlotInfo{Token: t, Piece: piece}
+			if letters {
+				out[i].Letter = contract.Letters[i : i+1]
+			}
+		}
+		return out, nil
+	}
+	var err error
+	switch d.opts.Contract {
+	case Direct:
+		if d.slots, err = contract.ResolveSlots(tok); err != nil {
+			return fmt.Errorf("the model fails the start-up checks: %w", err)
+		}
+		d.check.Slots, err = info(d.slots[:], true)
+	case Binary:
+		if d.bslots, err = contract.ResolveBinarySlots(tok); err != nil {
+			return fmt.Errorf("the model fails the start-up checks: %w", err)
+		}
+		if d.check.Yes, err = info(d.bslots.Yes, false); err == nil {
+			d.check.No, err = info(d.bslots.No, false)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	ps, err := d.Render(ctx, contract.SampleRow())
+	if err != nil {
+		return fmt.Errorf("the model fails the start-up checks on the sample row: %w", err)
+	}
+	d.check.SamplePromptSHA256, d.check.SampleTokens, d.check.BoundaryHolds = ps[0].SHA256, ps[0].NTokens, true
+	if t, ok := d.rt.(interface{ TemplateSHA256() string }); ok {
+		d.check.TemplateSHA256 = t.TemplateSHA256()
+	}
+	return nil
+}
+
+// Render renders a row's prompts under the Decider's contract without decoding them: one
+// under Direct, one per option under Binary, in option order. Each is checked as a decision
+// checks it: the row is valid (contract.Row.Validate), no message contains special-token text
+// (backend.CheckSpecialText), and the answer boundary holds (contract.VerifyBoundary,
+// contract.VerifyBinaryBoundary). Errors wrap contract.ErrRow, backend.ErrSpecialText,
+// contract.ErrBoundary, render errors, runtime errors.
+func (d *Decider) Render(ctx context.Context, row Row) ([]Prompt, error) {
+	if err := row.Validate(); err != nil {
+		return nil, err
+	}
+	tok := backend.Tokenizer(ctx, d.rt)
+	var out []Prompt
+	switch d.opts.Contract {
+	case Direct:
+		msgs, err := contract.DirectMessages(row.State, row.Question, row.Options)
+		if err != nil {
+			return nil, err
+		}
+		p, err := d.prompt(ctx, msgs, func(text string) ([]int32, error) { return contract.VerifyBoundary(tok, text, d.slots) })
+		if err != nil {
+			return nil, err
+		}
+		p.ids = d.slots[:len(row.Options)]
+		out = append(out, p)
+	case Binary:
+		evidence, err := contract.EvidenceJSON(row.State)
+		if err != nil {
+			return nil, err
+		}
+		ids := contract.BinaryIDs(d.bslots)
+		for _, o := range row.Options {
+			msgs := contract.BinaryMessages(evidence, row.Question, o)
+			p, err := d.prompt(ctx, msgs, func(text string) ([]int32, error) { return contract.VerifyBinaryBoundary(tok, text, d.bslots) })
+			if err != nil {
+				return nil, fmt.Errorf("candidate %q: %w", o.ID, err)
+			}
+			p.ids = ids
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func (d *Decider) prompt(ctx context.Context, msgs []contract.ChatMessage, verify func(string) ([]int32, error)) (Prompt, error) {
+	for _, m := range msgs {
+		if err := backend.CheckSpecialText(ctx, d.rt, m.Content); err != nil {
+			return Prompt{}, fmt.Errorf("%w in the %s message", err, m.Role)
+		}
+	}
+	text, err := d.rt.Render(ctx, msgs)
+	if err != nil {
+		return Prompt{}, err
+	}
+	toks, err := verify(text)
+	if err != nil {
+		return Prompt{}, err
+	}
+	return Prompt{Text: text, SHA256: contract.PromptSHA256(text), Tokens: toks, NTokens: len(toks)}, nil
+}
+
+func (d *Decider) newJob(ctx context.Context, row contract.Row) (*job, error) {
+	start := time.Now()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("gojev: %w", err)
+	}
+	d.cpu.Lock()
+	t0 := time.Now()
+	ps, err := d.Render(ctx, row)
+	d.stats.prepareNS.Add(int64(time.Since(t0)))
+	d.cpu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	j := &job{ctx: ctx, row: row, start: start, left: len(ps), done: make(chan struct{})}
+	for _, p := range ps {
+		j.prompts = append(j.prompts, &prompt{job: j, Prompt: p})
+	}
+	return j, nil
+}
