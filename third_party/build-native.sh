@@ -11,6 +11,13 @@
 #
 # Environment: GOJEV_CUDA=1 or GOJEV_METAL=1 choose a GPU backend; GOJEV_NATIVE_CPU=1 tunes for
 # this CPU; LLAMA_CPP_DIR uses an existing checkout; JOBS sets build parallelism.
+# GOJEV_SRC_DIR is where fetch.sh puts llama.cpp (default third_party/llama.cpp); GOJEV_NO_LINK=1
+# leaves third_party/native and the source tree alone (also when third_party is not writable);
+# GOJEV_NO_BUILD=1 only prints the entry when it is built (exit status 3 when it is not).
+#
+# The script runs from a read-only folder too (a module in the Go module cache, where files lose
+# their exec bit): it needs no exec bit and writes only to the cache. The cache key is computed
+# before fetching, so a found entry costs no fetch. cmd/gojev-native runs it that way.
 set -euo pipefail
 want_server=0
 [ "${1:-}" = server ] && want_server=1
@@ -18,11 +25,18 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cache="${GOJEV_CACHE:-$HOME/.cache/gojev}"
 say() { echo "native: $*" >&2; }
 
-src=$("$root/third_party/fetch.sh")
+# The key needs no source tree: the pinned commit (or LLAMA_CPP_DIR's HEAD) and the flags without
+# the source path. The source is fetched only when the entry has to be built.
 commit=$(grep -E '^LLAMA_CPP_COMMIT=' "$root/third_party/llama.cpp.pin" | cut -d= -f2)
 if [ -n "${LLAMA_CPP_DIR:-}" ]; then
-  commit=$(git -C "$src" rev-parse HEAD 2>/dev/null || echo "dir:$src")
+  commit=$(git -C "$LLAMA_CPP_DIR" rev-parse HEAD 2>/dev/null || echo "dir:$LLAMA_CPP_DIR")
 fi
+src="(not fetched)"
+fetch() {
+  [ "$src" = "(not fetched)" ] || return 0
+  src=$(bash "$root/third_party/fetch.sh")
+  flags[1]="-DLLAMA_CPP_DIR=$src"
+}
 
 flags=(-DCMAKE_BUILD_TYPE=Release "-DLLAMA_CPP_DIR=$src")
 [ "${GOJEV_CUDA:-0}" = 1 ] && flags+=(-DGOJEV_CUDA=ON)
@@ -37,6 +51,12 @@ key=$( {
   uname -sm
 } | sha256sum | cut -c1-16)
 out="$cache/native/$key"
+if [ "${GOJEV_NO_BUILD:-0}" = 1 ]; then
+  # Only look: the entry's path when it is built, exit status 3 when it is not.
+  [ -f "$out/.complete" ] || { say "no native build in $out (run build-native.sh without GOJEV_NO_BUILD)"; exit 3; }
+  echo "$out"
+  exit 0
+fi
 
 # The build tree is kept (keyed by the flags only), so a later `server` build, or a change to
 # csrc/, compiles only what changed.
@@ -44,6 +64,8 @@ bkey=$(printf '%s\n' "$commit" "${flags[@]}" | grep -v LLAMA_CPP_DIR | sha256sum
 build="$cache/build/$bkey"
 jobs="${JOBS:-$(nproc 2>/dev/null || sysctl -n hw.ncpu)}"
 configure() {
+  command -v cmake >/dev/null || { say "cmake is not on PATH: install cmake (3.14 or later) and a C/C++ compiler"; exit 1; }
+  fetch
   mkdir -p "$build"
   gen=()
   command -v ninja >/dev/null && gen=(-G Ninja)
@@ -78,5 +100,9 @@ if [ "$want_server" = 1 ] && [ ! -x "$out/bin/llama-server" ]; then
   mv "$out/bin.tmp" "$out/bin"
   say "done: $out/bin/llama-server"
 fi
-ln -sfn "$out" "$root/third_party/native"
+if [ "${GOJEV_NO_LINK:-0}" != 1 ] && [ -w "$root/third_party" ]; then
+  # In a clone, as before: the source tree is there too (tests read it), and the link.
+  fetch >/dev/null
+  ln -sfn "$out" "$root/third_party/native"
+fi
 echo "$out"

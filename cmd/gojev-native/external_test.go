@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gojev/gojev/internal/testenv"
+)
+
+// readmeProgram returns the Go program of the README's "Use it from your Go module" section
+// (the first go code block after that heading), as committed at HEAD: the test builds exactly
+// what the README tells a user to write. It prints the chosen option id and its probability.
+func readmeProgram(t *testing.T, root string) string {
+	readme, err := gitOut(root, "show", "HEAD:README.md")
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(readme, "\n## Use it from your Go module")
+	require.True(t, ok, "README.md has no \"## Use it from your Go module\" section")
+	_, code, ok := strings.Cut(section, "```go\n")
+	require.True(t, ok, "the section has no go code block")
+	code, _, ok = strings.Cut(code, "```")
+	require.True(t, ok)
+	require.Contains(t, code, "package main")
+	return code
+}
+
+// TestExternalModule does what a user of gojev does, from a new module outside the repository:
+// go get gojev (the checkout's HEAD, served as a module zip by a file:// GOPROXY placed before
+// the normal one, which still serves the dependencies), eval the output of gojev-native install,
+// go build, run a program that decides one row on the small model.
+//
+// It uses the native cache as it is (instant when `make native` has run on this machine; a cold
+// cache makes install build llama.cpp, minutes, which may need a longer -timeout) and the
+// user's GOMODCACHE (a temporary one would download every dependency again). The module version
+// is a pseudo-version of HEAD, so each commit adds one read-only folder to the module cache.
+func TestExternalModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds a module from the module cache")
+	}
+	model := testenv.SmallModel(t)
+	for _, tool := range []string{"git", "bash", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			testenv.Missing(t, "needs %s on PATH: %v", tool, err)
+		}
+	}
+	root := testenv.RepoRoot(t)
+	if _, err := gitOut(root, "rev-parse", "--git-dir"); err != nil {
+		testenv.Missing(t, "needs a git checkout of gojev at %s: %v", root, err)
+	}
+	touchHead(root)
+	if _, err := gitOut(root, "cat-file", "-e", "HEAD:cmd/gojev-native/main.go"); err != nil {
+		testenv.Missing(t, "HEAD has no cmd/gojev-native (the module zip holds committed files only; commit it first)")
+	}
+	if st, _ := gitOut(root, "status", "--porcelain", "--", "third_party", "cmd/gojev-native", "llama", "CMakeLists.txt", "csrc"); st != "" {
+		t.Logf("note: the module is HEAD; these uncommitted changes are not in it:\n%s", st)
+	}
+	program := readmeProgram(t, root)
+
+	tmp := t.TempDir()
+	step := stepper(t)
+
+	// A GOPROXY file tree with HEAD as a pseudo-version.
+	hash, err := gitOut(root, "rev-parse", "HEAD")
+	require.NoError(t, err)
+	stamp, err := gitOut(root, "log", "-1", "--format=%cd", "--date=format-local:%Y%m%d%H%M%S")
+	require.NoError(t, err)
+	when, err := time.Parse("20060102150405", stamp)
+	require.NoError(t, err, "commit time %q", stamp)
+	version := "v0.0.0-" + stamp + "-" + hash[:12]
+	vdir := filepath.Join(tmp, "proxy", "github.com", "gojev", "gojev", "@v")
+	require.NoError(t, os.MkdirAll(vdir, 0o755))
+	_, err = gitOut(root, "archive", "--format=zip", "--prefix="+modulePath+"@"+version+"/", "-o", filepath.Join(vdir, version+".zip"), "HEAD")
+	require.NoError(t, err)
+	gomod, err := gitOut(root, "show", "HEAD:go.mod")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(vdir, version+".mod"), []byte(gomod+"\n"), 0o644))
+	info := fmt.Sprintf(`{"Version":%q,"Time":%q}`, version, when.UTC().Format(time.RFC3339))
+	require.NoError(t, os.WriteFile(filepath.Join(vdir, version+".info"), []byte(info+"\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(vdir, "list"), []byte(version+"\n"), 0o644))
+	step("module zip of HEAD as %s", version)
+
+	// The go command's environment: the file proxy first, no checksum database for gojev, the
+	// user's GOFLAGS plus -mod=mod, and no CGO_* flags of our own (install prints them).
+	goenv := func(name string) string {
+		out, err := exec.Command("go", "env", name).Output()
+		require.NoError(t, err)
+		return strings.TrimSpace(string(out))
+	}
+	proxy, goflags, modcache := goenv("GOPROXY"), goenv("GOFLAGS"), goenv("GOMODCACHE")
+	if proxy == "off" {
+		testenv.Missing(t, "needs a Go module proxy for the dependencies (GOPROXY=off)")
+	}
+	env := []string{
+		"GOPROXY=file://" + filepath.ToSlash(filepath.Join(tmp, "proxy")) + "," + proxy,
+		"GONOSUMDB=" + modulePath,
+		"GOFLAGS=" + strings.TrimSpace(goflags+" -mod=mod"),
+		"GOWORK=off",
+		"GOTOOLCHAIN=local",
+	}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "GOPROXY", "GONOSUMDB", "GOFLAGS", "GOWORK", "GOTOOLCHAIN", "CGO_ENABLED", "CGO_CFLAGS", "CGO_LDFLAGS", "CGO_CPPFLAGS", "CGO_CXXFLAGS", "GOJEV_SRC_DIR", "GOJEV_NO_LINK", "GOJEV_NO_BUILD":
+			continue
+		}
+		env = append(env, kv)
+	}
+
+	judge := filepath.Join(tmp, "judge")
+	require.NoError(t, os.MkdirAll(judge, 0o755))
+	sh := func(script string, args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "bash", append([]string{"-c", "set -euo pipefail\n" + script, "bash"}, args...)...)
+		cmd.Dir = judge
+		cmd.Env = env
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		require.NoError(t, err, "%s\nstderr:\n%s", script, stderr.String())
+		return string(out)
+	}
+	sh("go mod init example.com/judge")
+	require.NoError(t, os.WriteFile(filepath.Join(judge, "main.go"), []byte(program), 0o644))
+	step("go mod init example.com/judge")
+	sh(`go get "$1"`, modulePath+"@"+version)
+	step("go get %s@%s", modulePath, version)
+	sh("go mod tidy")
+	step("go mod tidy")
+	moddir := filepath.Join(modcache, "github.com", "gojev", "gojev@"+version)
+	require.DirExists(t, moddir)
+	// What the library costs a user's go.mod: the CLI's chart and progress-bar modules stay out.
+	usermod, err := os.ReadFile(filepath.Join(judge, "go.mod"))
+	require.NoError(t, err)
+	t.Logf("the user's go.mod after tidy:\n%s", usermod)
+	for _, cliOnly := range []string{"gonum.org/v1/plot", "github.com/schollz/progressbar", "golang.org/x/term"} {
+		assert.NotContains(t, string(usermod), cliOnly)
+	}
+
+	exports := sh("go run " + modulePath + "/cmd/gojev-native install")
+	step("gojev-native install")
+	t.Logf("install printed:\n%s", exports)
+	lines := strings.Split(strings.TrimSpace(exports), "\n")
+	require.Len(t, lines, 3, exports)
+	assert.Equal(t, "export CGO_ENABLED=1", lines[0])
+	assert.True(t, strings.HasPrefix(lines[1], "export CGO_CFLAGS="), lines[1])
+	assert.True(t, strings.HasPrefix(lines[2], "export CGO_LDFLAGS="), lines[2])
+	assert.Equal(t, exports, sh("go run "+modulePath+"/cmd/gojev-native env"), "env prints what install printed")
+	step("gojev-native env")
+	// The #cgo -I/-L of package llama name ${SRCDIR}/../third_party/native, which is not there in
+	// the module cache: the exported search paths alone must make the build link.
+	assert.NoDirExists(t, filepath.Join(moddir, "third_party", "native"))
+	assert.NoDirExists(t, filepath.Join(moddir, "third_party", "llama.cpp"))
+
+	sh(`eval "$(go run ` + modulePath + `/cmd/gojev-native install)"` + "\ngo build -o judge .")
+	step("eval install; go build")
+	out := sh(`./judge "$1"`, model)
+	step("run the program on %s", filepath.Base(model))
+	t.Logf("program printed: %s", strings.TrimSpace(out))
+	checkDecision(t, out, program)
+}
+
+// checkDecision checks the README program's output: one of its option ids and a probability
+// in (0,1].
+func checkDecision(t *testing.T, out, program string) {
+	f := strings.Fields(lastLine(out))
+	require.Len(t, f, 2, out)
+	assert.Contains(t, program, `ID: "`+f[0]+`", Description`, "the chosen id is one of the program's options")
+	p, err := strconv.ParseFloat(f[1], 64)
+	require.NoError(t, err, out)
+	assert.Greater(t, p, 0.0)
+	assert.LessOrEqual(t, p, 1.0)
+}
+
+// touchHead reads the files that name HEAD's commit, so that go test's result cache (which
+// records the files a test opens, not what a child git reads) runs the test again after a commit.
+func touchHead(root string) {
+	head, err := gitOut(root, "rev-parse", "--path-format=absolute", "--git-path", "HEAD")
+	if err != nil {
+		return
+	}
+	b, _ := os.ReadFile(head)
+	if ref, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "ref: "); ok {
+		if p, err := gitOut(root, "rev-parse", "--path-format=absolute", "--git-path", ref); err == nil {
+			_, _ = os.ReadFile(p)
+		}
+		if p, err := gitOut(root, "rev-parse", "--path-format=absolute", "--git-path", "packed-refs"); err == nil {
+			_, _ = os.ReadFile(p)
+		}
+	}
+}
+
+// gitOut runs git in dir with TZ=UTC (for format-local dates) and returns its trimmed stdout.
+func gitOut(dir string, args ...string) (string, error) {
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "TZ=UTC")
+	out, err := cmd.Output()
+	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(exit.Stderr)))
+		}
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// stepper returns a function that logs each step with the time since the previous one.
+func stepper(t *testing.T) func(format string, args ...any) {
+	last := time.Now()
+	return func(format string, args ...any) {
+		t.Helper()
+		now := time.Now()
+		t.Logf("%6.2fs  %s", now.Sub(last).Seconds(), fmt.Sprintf(format, args...))
+		last = now
+	}
+}
