@@ -23,8 +23,8 @@ import (
 const benchSynopsis = `Usage: jev bench [-m MODEL.gguf] [-i rows.jsonl] [--contract direct|binary] [-o bench.json] [flags]
 
 Runs the same rows through each decision path, one after the other, and measures them:
-  engine      the batching engine: shared prefixes decoded once, results in input order
-  sequential  in-process, one prompt at a time, every prompt decoded whole (the seed's flow
+  engine      in-process, all rows at once: shared prefixes decoded once, results in input order
+  sequential  in-process, one row at a time, every prompt decoded whole (the seed's flow
               without HTTP)
   http        the seed's HTTP path against llama-server from the same pin and model:
               /apply-template, /tokenize for the prompt and its boundary probes, /completion

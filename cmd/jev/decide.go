@@ -29,9 +29,10 @@ option, each option's logit, logprob and probability (binary: each candidate's p
 logits and logprobs, rank and its own prompt_sha256), the prompt_version, the prompt_sha256,
 and the backend, renderer and template_date; on a terminal (or with --format text), one
 readable line per row instead: id, chosen option, its probability, and ✓/✗ against the label.
-In-process, the engine decides --window rows at once and decodes the tokens their prompts
-share (system prompt, template head, a row's evidence for its binary candidates) only once;
-the results are bit-identical to deciding each prompt alone. A bad row (malformed JSON, a missing field, 0 or more
+--window rows are decided at once, and in-process the tokens their prompts share (system
+prompt, template head, a row's evidence for its binary candidates) are decoded only once; the
+results are bit-identical to deciding each prompt alone. --runtime URL decides through a
+llama-server instead, every contract and bias control included. A bad row (malformed JSON, a missing field, 0 or more
 than 16 options, duplicate option ids, a label that is not an option id, a prompt longer than
 n_ctx, content containing special-token text) gets {"id": ..., "line": N, "error": "..."} and
 the run goes on. A summary (rows, errors, accuracy where rows have a "label", the most chosen
@@ -69,7 +70,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	boolFlag(fs, &quiet, "q,quiet", "no progress bar, no summary, no warnings")
 	stringFlag(fs, &contractName, "contract", "direct", "prompt `contract`: direct (direct-options-v1: one prompt, the letter of an option) or binary (binary-candidates-v1: one yes/no prompt per option, ranked by p_yes)")
 	bf.register(fs)
-	intFlag(fs, &window, "window", 32, "`rows` decided at once: read ahead so the engine decodes their shared prefixes once (results stay in input order)")
+	intFlag(fs, &window, "window", 32, "`rows` decided at once: read ahead so their shared prefixes are decoded once (results stay in input order)")
 	boolFlag(fs, &resume, "resume", "continue an interrupted run into the existing -o file: keep its records, skip the rows they name, append the rest")
 	if err := parseFlags(fs, args, stderr, decideSynopsis); err != nil {
 		return err
@@ -274,7 +275,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 
 // decideStream reads rows line by line and writes one complete JSON line per input line, in
 // input order, except the lines skip (when not nil) reports as already done. Up to window rows
-// are decided at once (read ahead and handed to d concurrently, so the engine can share their
+// are decided at once (read ahead and handed to d concurrently, so the Decider can share their
 // prefixes); each result is written, with a single Write, as soon as every line before it is.
 // An interrupted run therefore leaves only whole lines, the rows in flight dropped.
 func decideStream(ctx context.Context, d rowDecider, r io.Reader, w io.Writer, encode recordEncoder, sum *summary, skip func(line []byte, lineNo int) bool, tick func(), window int) error {
