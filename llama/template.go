@@ -3,7 +3,7 @@ package llama
 /*
 #include <stdlib.h>
 #if !__has_include("gojev_chat.h")
-#error "gojev: the llama.cpp native libraries are not found. In a clone of gojev: run `make`. From your own Go module: eval \"$(go run github.com/gojev/gojev/cmd/gojev-native install)\" before go build. See README.md."
+#error gojev: the llama.cpp native libraries are not found. In a clone of gojev, run make. From your own Go module, run  eval "$(go run github.com/gojev/gojev/cmd/gojev-native install)"  before go build (see the README).
 #endif
 #include "gojev_chat.h"
 */
