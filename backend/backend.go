@@ -1,7 +1,8 @@
-// Package backend holds the runtimes a decision contract runs on: llama.cpp in this process
-// (InProcess) or a llama-server over HTTP (HTTP, the seed's RuntimeClient). Both give the
-// contract the same five operations, so the same checks and scoring run on either, and a run on
-// one can be compared with a run on the other (jev parity).
+// Package backend holds the runtimes a gojev.Decider runs on, as database/sql/driver holds what
+// sql.DB runs on: llama.cpp in this process (InProcess, built with cgo only) or a llama-server
+// over HTTP (HTTP, the seed's RuntimeClient; builds with CGO_ENABLED=0). Both give the Decider
+// the same operations (Backend), so the same checks, scheduling, scoring and bias control run
+// on either, and a run on one can be compared with a run on the other (jev parity).
 package backend
 
 import (
@@ -13,8 +14,9 @@ import (
 	"github.com/gojev/gojev/contract"
 )
 
-// Backend is what the prompt contracts need from a runtime. Implementations are safe for
-// concurrent use.
+// Backend is what a gojev.Decider needs from a runtime. Implementations are safe for
+// concurrent use; the Decider calls NextToken from one goroutine, prompts in the order of their
+// tokens, so a runtime that keeps the previous prompt (InProcess) reuses the longest prefix.
 type Backend interface {
 	// Name says which backend decides: "in-process" or the server's base URL.
 	Name() string
