@@ -3,7 +3,6 @@
 package backend
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -104,18 +103,4 @@ func (t *Template) Close() error {
 		return t.llT.Close()
 	}
 	return nil
-}
-
-// VocabTokenizer adapts a llama.Vocab to SpecialTokenizer and contract.Tokenizer:
-// add_special=false; Tokenize for contract.Tokenizer parses special tokens (as /tokenize).
-type VocabTokenizer struct{ V *llama.Vocab }
-
-// Tokenize is llama_tokenize(add_special=false, parse_special).
-func (t VocabTokenizer) Tokenize(_ context.Context, text string, parseSpecial bool) ([]int32, error) {
-	return t.V.Tokenize(text, false, parseSpecial)
-}
-
-// Detokenize is llama_detokenize(remove_special=false, unparse_special=true).
-func (t VocabTokenizer) Detokenize(_ context.Context, tokens []int32) (string, error) {
-	return t.V.Detokenize(tokens, false, true)
 }
