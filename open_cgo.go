@@ -20,7 +20,7 @@ func Open(ctx context.Context, path string, opts Options) (*Decider, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rt, err := backend.OpenInProcess(path, opts.InProcess())
+	rt, err := backend.OpenInProcess(path, opts.inProcess())
 	if err != nil {
 		return nil, err
 	}

@@ -86,8 +86,8 @@ type Options struct {
 	NoPrefixReuse      bool           // decode every prompt whole (a one-at-a-time baseline)
 }
 
-// InProcess returns the in-process runtime's options these Options carry.
-func (o Options) InProcess() backend.InProcessOptions {
+// inProcess returns the in-process runtime's options these Options carry.
+func (o Options) inProcess() backend.InProcessOptions {
 	return backend.InProcessOptions{
 		Options:  backend.Options{ChatTemplateKwargs: o.ChatTemplateKwargs, TemplateTime: o.TemplateTime},
 		Renderer: o.Renderer, ChatTemplate: o.ChatTemplate, NGPULayers: o.NGPULayers, NoGPU: o.NoGPU,
