@@ -26,12 +26,14 @@ type biasFlags struct {
 	priorFile   string
 	sampleFrac  float64
 	sampleMinRn int
+	priorOnly   bool
 }
 
 func (b *biasFlags) register(fs *flag.FlagSet) {
 	stringFlag(fs, &b.debias, "debias", "", "bias `method`: pride (direct: PriDe, a letter prior estimated without labels from a 5% sample under all cyclic permutations, then one decode per row; Zheng et al., ICLR 2024) or contextual (binary: p_yes calibrated against content-free evidence; Zhao et al., ICML 2021). The raw scores stay in every record")
 	stringFlag(fs, &b.permute, "permute", "", "`cyclic`: decide every row under all k cyclic permutations of its options and average each option's log-probability (k decodes a row, sharing their prefix; the most accurate)")
 	stringFlag(fs, &b.priorFile, "prior", "", "PriDe's prior `file` (JSON): read it when it exists (no estimation), else estimate the prior and save it there, to reuse for this model and contract")
+	boolFlag(fs, &b.priorOnly, "prior-only", "with --debias pride --prior FILE: estimate the prior from the input's sample, save it to FILE and stop, deciding nothing (the first step of a sharded run: every --shard then reads FILE); when FILE exists, only check it")
 	floatFlag(fs, &b.sampleFrac, "pride-sample", debias.DefaultSampleFraction, fmt.Sprintf("the `fraction` of rows (per option count; at least %d) PriDe estimates its prior from", debias.DefaultMinSampleRows))
 	b.sampleMinRn = debias.DefaultMinSampleRows
 }
@@ -68,6 +70,34 @@ func (b *biasFlags) method(c gojev.Contract) (debias.Method, error) {
 		return "", usageError{errors.New("--prior FILE holds PriDe's prior: use it with --debias pride")}
 	}
 	return m, nil
+}
+
+// checkShard checks the bias-control flags against --shard and --prior-only. PriDe's prior
+// must be the same for every shard, so a sharded PriDe run reads it from an existing --prior
+// FILE, estimated once beforehand (--prior-only); it never estimates one of its own.
+func (b *biasFlags) checkShard(m debias.Method, part shard, out string, resume bool) error {
+	if b.priorOnly {
+		switch {
+		case m != debias.PriDe || b.priorFile == "":
+			return usageError{errors.New("--prior-only estimates PriDe's prior into a file: give --debias pride --prior FILE")}
+		case !part.all():
+			return usageError{errors.New("--prior-only estimates the prior every shard shares, from the whole input: drop --shard")}
+		case out != "" || resume:
+			return usageError{errors.New("--prior-only decides nothing: drop -o and --resume")}
+		}
+		return nil
+	}
+	if part.all() || m != debias.PriDe {
+		return nil
+	}
+	const how = "estimate it once from the whole input with\n  jev decide --debias pride --prior FILE --prior-only -i ROWS\nthen give every shard --prior FILE"
+	if b.priorFile == "" {
+		return usageError{errors.New("--shard with --debias pride needs the prior every shard shares, in --prior FILE (a shard must not estimate a prior of its own): " + how)}
+	}
+	if _, err := os.Stat(b.priorFile); err != nil {
+		return usageError{fmt.Errorf("--shard with --debias pride reads the shared prior from --prior %s, which is missing (%w): %s", b.priorFile, err, how)}
+	}
+	return nil
 }
 
 // loadPrior reads --prior FILE when it exists; a missing file returns nil (estimate, then save).

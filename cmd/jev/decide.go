@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -42,8 +43,18 @@ are dropped, and the output holds only whole lines, every row before them decide
 
 --resume continues an interrupted run: with the same -i and -o, it keeps the records already
 in the -o file (dropping a last line cut short by a crash), skips every input row that has one
-(matched by id, and by line number for rows without an id) and appends the records of the
-rest, so that each input line ends up with exactly one output line.
+(matched by line number, and refusing a file whose record at a line names another id) and
+appends the records of the rest, so that each input line ends up with exactly one output line.
+
+Every record carries its input line number ("line"). --shard I/N decides only shard I of N
+(I from 0): the lines L with (L-1) mod N = I, so N runs partition the file whatever it holds;
+--shard auto takes I and N from a Slurm array task (SLURM_ARRAY_TASK_ID - _MIN, _COUNT) or a
+Kubernetes Indexed Job (JOB_COMPLETION_INDEX, and JEV_SHARD_COUNT set to its completions), and
+fails outside one. {shard} in -o becomes I; --resume continues a shard's own file; jev merge
+joins the parts in input order and checks that every line is there once:
+  jev decide --shard auto --resume -i rows.jsonl -o 'out/part-{shard}.jsonl'
+  jev merge -i rows.jsonl 'out/part-*.jsonl' -o merged.jsonl
+With --debias pride every shard reads one --prior FILE, estimated beforehand with --prior-only.
 
 Position bias (the raw scores stay in every record; the debiased ones are added):
   --debias pride      PriDe: a letter prior estimated from 5 % of the rows (at least 10) under
@@ -61,7 +72,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	mf.registerDecoding(fs)
 	var in, out, format string
 	var quiet, resume bool
-	var contractName string
+	var contractName, shardSpec string
 	var window int
 	var bf biasFlags
 	stringFlag(fs, &in, "i,input", "", "rows `file` (JSONL; default stdin)")
@@ -72,8 +83,16 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	bf.register(fs)
 	intFlag(fs, &window, "window", 32, "`rows` decided at once: read ahead so their shared prefixes are decoded once (results stay in input order)")
 	boolFlag(fs, &resume, "resume", "continue an interrupted run into the existing -o file: keep its records, skip the rows they name, append the rest")
+	stringFlag(fs, &shardSpec, "shard", "", "decide only shard `I/N` of the input (I from 0): the lines L with (L-1) mod N = I; auto takes I and N from a Slurm array task or a Kubernetes Indexed Job; {shard} in -o becomes I; jev merge joins the parts")
 	if err := parseFlags(fs, args, stderr, decideSynopsis); err != nil {
 		return err
+	}
+	part, err := parseShard(shardSpec, os.Getenv)
+	if err != nil {
+		return usageError{err}
+	}
+	if out, err = shardPath(out, part); err != nil {
+		return usageError{fmt.Errorf("-o %w", err)}
 	}
 	c, err := parseContract(contractName)
 	if err != nil {
@@ -81,6 +100,9 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	method, err := bf.method(c)
 	if err != nil {
+		return err
+	}
+	if err := bf.checkShard(method, part, out, resume); err != nil {
 		return err
 	}
 	r, closeIn, err := openInput(in, stdin)
@@ -118,15 +140,26 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	var w io.Writer
 	var closeOut func() error
-	var skip func(line []byte, lineNo int) bool
-	if resume {
+	var skip func(line []byte, lineNo int) (bool, error)
+	switch {
+	case bf.priorOnly:
+		w, closeOut = io.Discard, func() error { return nil }
+	case resume:
 		var done *resumeSet
 		if w, closeOut, done, err = openResumeOutput(out, stderr, quiet); err != nil {
 			return err
 		}
+		for _, l := range done.lines() {
+			if !part.has(l) {
+				_ = closeOut()
+				return usageError{fmt.Errorf("--resume %s: it holds a record of input line %d, which is shard %d/%d's, not this shard's (%s): is -o another shard's file?", out, l, shardOf(l, part.N), part.N, part)}
+			}
+		}
 		skip = done.skip
-	} else if w, closeOut, err = openOutput(out, stdout); err != nil {
-		return err
+	default:
+		if w, closeOut, err = openOutput(out, stdout); err != nil {
+			return err
+		}
 	}
 	outClosed := false
 	defer func() {
@@ -159,6 +192,9 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 
 	meta := &runMeta{Jev: jevVersion(), LlamaCpp: llamaVersion(), Args: args, Input: in, PromptVersion: c.String(), Debias: method,
 		NThreads: mf.threads, Started: time.Now().UTC(), Backend: dec.Check().Backend}
+	if !part.all() {
+		meta.Shard = part.String()
+	}
 	if ip, ok := dec.Runtime().(*backend.InProcess); ok {
 		if metaPath != "" || method == debias.PriDe {
 			name, _, _ := ip.Model().Meta("general.name")
@@ -202,6 +238,9 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			}
 		}
 		meta.Prior = prior
+		if bf.priorOnly {
+			return nil
+		}
 	}
 	if metaPath != "" {
 		if err := meta.save(metaPath); err != nil {
@@ -219,7 +258,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
 		if f, ok := r.(*os.File); ok {
 			if n, err := countLines(f); err == nil {
-				bar.ChangeMax64(int64(n))
+				bar.ChangeMax64(int64(part.size(n)))
 			}
 		}
 	}
@@ -232,7 +271,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		fmt.Fprintf(stderr, "jev decide: deciding the rows of %s, %d at a time; each line prints once it and the rows before it are decided\n", src, window)
 	}
-	sum := summary{debiased: method != debias.None}
+	sum := summary{debiased: method != debias.None, part: part}
 	if !quiet {
 		sum.warn = stderr
 	}
@@ -240,7 +279,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if text {
 		enc = textEncoder(isTerminal(w))
 	}
-	err = decideStream(ctx, d, r, w, enc, &sum, skip, func() {
+	err = decideStream(ctx, d, r, w, enc, &sum, part, skip, func() {
 		if bar != nil {
 			_ = bar.Add(1)
 		}
@@ -273,12 +312,13 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	return err
 }
 
-// decideStream reads rows line by line and writes one complete JSON line per input line, in
-// input order, except the lines skip (when not nil) reports as already done. Up to window rows
+// decideStream reads rows line by line and writes one complete JSON line per input line of
+// the shard part (every line when part.all()), in input order, except the lines skip (when
+// not nil) reports as already done; an error of skip stops the run. Up to window rows
 // are decided at once (read ahead and handed to d concurrently, so the Decider can share their
 // prefixes); each result is written, with a single Write, as soon as every line before it is.
 // An interrupted run therefore leaves only whole lines, the rows in flight dropped.
-func decideStream(ctx context.Context, d rowDecider, r io.Reader, w io.Writer, encode recordEncoder, sum *summary, skip func(line []byte, lineNo int) bool, tick func(), window int) error {
+func decideStream(ctx context.Context, d rowDecider, r io.Reader, w io.Writer, encode recordEncoder, sum *summary, part shard, skip func(line []byte, lineNo int) (bool, error), tick func(), window int) error {
 	type slot struct {
 		lineNo  int
 		skipped bool
@@ -289,7 +329,7 @@ func decideStream(ctx context.Context, d rowDecider, r io.Reader, w io.Writer, e
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	slots := make(chan *slot, max(0, window-1))
-	var readErr error
+	var readErr error // set before slots is closed
 	go func() {
 		defer close(slots)
 		br := bufio.NewReaderSize(r, 1<<20)
@@ -304,9 +344,23 @@ func decideStream(ctx context.Context, d rowDecider, r io.Reader, w io.Writer, e
 			if ctx.Err() != nil {
 				return
 			}
+			if !part.has(lineNo) {
+				if err != nil {
+					return
+				}
+				continue
+			}
 			line = bytes.TrimSpace(line)
 			s := &slot{lineNo: lineNo, done: make(chan struct{})}
-			if skip != nil && skip(line, lineNo) {
+			done := false
+			if skip != nil {
+				var serr error
+				if done, serr = skip(line, lineNo); serr != nil {
+					readErr = fmt.Errorf("--resume: %w", serr)
+					return
+				}
+			}
+			if done {
 				s.skipped = true
 				close(s.done)
 			} else {
@@ -404,6 +458,13 @@ func eachLine(ctx context.Context, r io.Reader, w io.Writer, encode recordEncode
 	}
 }
 
+// lineResult is the output line of a decided row: the Result and the row's input line number
+// (from 1), which jev merge and --resume match records by.
+type lineResult struct {
+	*gojev.Result
+	Line int `json:"line"`
+}
+
 // errorRecord is the output line of a row that could not be decided.
 type errorRecord struct {
 	ID    json.RawMessage `json:"id"`
@@ -418,6 +479,9 @@ func decideLine(ctx context.Context, d rowDecider, line []byte, lineNo int) (any
 		var rec any
 		var res *decided
 		if rec, res, err = d.decide(ctx, row, lineNo); err == nil {
+			if r, ok := rec.(*gojev.Result); ok {
+				rec = lineResult{r, lineNo}
+			}
 			return rec, res
 		}
 	}
@@ -469,7 +533,8 @@ const (
 // summary accumulates what the run prints at the end.
 type summary struct {
 	rows, errors, decided int
-	skipped               int // rows a resumed run found already done
+	skipped               int   // rows a resumed run found already done
+	part                  shard // the shard decided (zero: the whole input)
 	labelled, correct     int
 	rawCorrect            int // labelled rows the raw choice got right (under bias control)
 	debiased              bool
@@ -542,6 +607,9 @@ func topLetter(letters map[string]int) (string, int) {
 
 func (s *summary) print(w io.Writer) {
 	secs := s.elapsed.Seconds()
+	if !s.part.all() {
+		fmt.Fprintf(w, "shard %s: ", s.part)
+	}
 	fmt.Fprintf(w, "rows %d, decided %d, errors %d", s.rows, s.decided, s.errors)
 	if s.skipped > 0 {
 		fmt.Fprintf(w, ", skipped %d already in the output", s.skipped)
@@ -594,11 +662,14 @@ func openInput(path string, stdin io.Reader) (io.Reader, func(), error) {
 	return f, func() { _ = f.Close() }, nil
 }
 
-// openOutput opens the results file; it is synced to disk about once a second while written
+// openOutput opens the results file (creating its folder); it is synced to disk about once a second while written
 // (see syncingWriter) and on closing.
 func openOutput(path string, stdout io.Writer) (io.Writer, func() error, error) {
 	if path == "" || path == "-" {
 		return stdout, func() error { return nil }, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, nil, usageError{err}
 	}
 	f, err := os.Create(path)
 	if err != nil {

@@ -7,6 +7,8 @@
 //	jev check  [-m MODEL.gguf]
 //	jev parity [-m MODEL.gguf] [-i rows.jsonl] [--runtime URL]
 //	jev bench  [-m MODEL.gguf] [-i rows.jsonl] [--contract binary] [-o bench.json]
+//	jev decide --shard I/N -o out/part-{shard}.jsonl ...
+//	jev merge  -i rows.jsonl out/part-*.jsonl -o merged.jsonl
 //	jev report out.jsonl [more.jsonl ...] [--html report.html] [--json report.json]
 //
 // Run `jev help` or `jev COMMAND -h` for the flags.
@@ -28,6 +30,11 @@ const usage = `jev makes LLM decisions in-process with llama.cpp.
 Usage:
   jev decide [-i rows.jsonl] [-o out.jsonl]        decide every row (JSONL in; JSONL out, text on a terminal)
   jev decide --debias pride -i rows.jsonl ...      the same with position-bias control (PriDe)
+  jev decide --shard I/N -o out/part-{shard}.jsonl ...
+                                                   decide one shard of the rows (--shard auto: a Slurm
+                                                   array task or a Kubernetes Indexed Job's index)
+  jev merge -i rows.jsonl out/part-*.jsonl -o merged.jsonl
+                                                   join the shards' results in input order, checked
   jev report out.jsonl [more.jsonl ...] [--html r.html]
                                                    accuracy, F1, confusion, letters, calibration, side by side
   jev render [-i rows.jsonl] [--format text]       each row's rendered prompt and its hash
@@ -74,6 +81,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runBench(ctx, args[1:], stdout, stderr)
 	case "report":
 		err = runReport(ctx, args[1:], stdout, stderr)
+	case "merge":
+		err = runMerge(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -11,6 +11,8 @@ import (
 func unencodable(rec any, lineNo int, err error) errorRecord {
 	var id json.RawMessage
 	switch r := rec.(type) {
+	case lineResult:
+		id = r.ID
 	case *gojev.Result:
 		id = r.ID
 	case renderRecord:

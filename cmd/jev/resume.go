@@ -7,8 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -17,17 +21,21 @@ import (
 
 // jev decide --resume: continue a run whose -o file holds the records of part of the input.
 //
-// Every record a run writes names its row: a decision by its id, an error record by its id and
-// input line number (a row without a readable id has "id": null, so its line number names it).
-// Resuming reads the existing file, drops a last line without its newline (a write cut short
-// by a crash or a full disk), and then skips each input row that already has a record: a row
-// whose id the file holds (as many times as the file holds it, so rows sharing an id are each
-// decided once), or, for a row without an id, whose line number an id-less error record holds.
-// The other rows are decided and their records appended.
+// Every record a run writes names its row by input line number ("line") and id. Resuming
+// reads the existing file, drops a last line without its newline (a write cut short by a
+// crash or a full disk), and then skips each input row that already has a record: the row at
+// a line number the file holds, after checking that the record's id is that row's id (else the
+// file is another input's output, and resuming stops). Files written before records carried
+// line numbers are matched by id (as many times as the file holds it, so rows sharing an id
+// are each decided once), and an id-less error record by its line. The other rows are decided
+// and their records appended.
 
-// resumeSet is the rows an output file already holds, as multiset keys (see rowKey).
+// resumeSet is the rows an output file already holds.
 type resumeSet struct {
-	done map[string]int
+	// byLine holds the rowKey of each record with a line number, by that line number.
+	byLine map[int]string
+	// byID counts the records without a line number (older files) by rowKey.
+	byID map[string]int
 	// Records counts the whole records read; Dropped is the length in bytes of the cut last
 	// line that was removed (0 when the file ended with a newline).
 	Records, Dropped int
@@ -45,18 +53,46 @@ func rowKey(id any, lineNo int) string {
 	return "line " + strconv.Itoa(lineNo)
 }
 
-// skip reports whether the row at lineNo already has a record, consuming that record.
-func (s *resumeSet) skip(line []byte, lineNo int) bool {
-	if len(s.done) == 0 {
-		return false
+// errNotThisInput: a resumed -o file holds a record whose id is not the id of the input row
+// at the record's line.
+var errNotThisInput = errors.New("the -o file is not this input's output")
+
+// skip reports whether the row at lineNo already has a record, consuming that record. It
+// fails with errNotThisInput when the record at lineNo names another row.
+func (s *resumeSet) skip(line []byte, lineNo int) (bool, error) {
+	if len(s.byLine) == 0 && len(s.byID) == 0 {
+		return false, nil
 	}
 	row, _ := contract.ParseRow(line) // on error the row still carries the id it could read
 	key := rowKey(row.ID, lineNo)
-	if s.done[key] == 0 {
-		return false
+	if rec, ok := s.byLine[lineNo]; ok {
+		if rec != key {
+			return false, fmt.Errorf("%w: its record for line %d has id %s, the input's line %d has %s", errNotThisInput, lineNo, keyID(rec), lineNo, keyID(key))
+		}
+		delete(s.byLine, lineNo)
+		return true, nil
 	}
-	s.done[key]--
-	return true
+	if s.byID[key] == 0 {
+		return false, nil
+	}
+	s.byID[key]--
+	return true, nil
+}
+
+// keyID writes a rowKey as the id it stands for.
+func keyID(key string) string {
+	switch {
+	case strings.HasPrefix(key, "s"):
+		return strconv.Quote(key[1:])
+	case strings.HasPrefix(key, "n"):
+		return key[1:]
+	}
+	return "null"
+}
+
+// lines returns the line numbers the file's records name, in increasing order.
+func (s *resumeSet) lines() []int {
+	return slices.Sorted(maps.Keys(s.byLine))
 }
 
 // openResume opens the results file at path for appending after the records it holds, which
@@ -64,6 +100,9 @@ func (s *resumeSet) skip(line []byte, lineNo int) bool {
 // newline is cut off; any other line that is not a JSON record is an error (the file is not
 // jev decide output, and appending to it would mix two things).
 func openResume(path string) (*os.File, *resumeSet, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, nil, usageError{fmt.Errorf("--resume: %w", err)}
+	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, nil, usageError{fmt.Errorf("--resume: %w", err)}
@@ -89,7 +128,7 @@ func openResume(path string) (*os.File, *resumeSet, error) {
 // readRecords reads the complete lines of r and returns their keys and the offset just past
 // the last newline.
 func readRecords(r io.Reader) (*resumeSet, int64, error) {
-	set := &resumeSet{done: map[string]int{}}
+	set := &resumeSet{byLine: map[int]string{}, byID: map[string]int{}}
 	br := bufio.NewReaderSize(r, 1<<20)
 	var end int64
 	for n := 1; ; n++ {
@@ -118,7 +157,15 @@ func readRecords(r io.Reader) (*resumeSet, int64, error) {
 		if id == nil && rec.Line <= 0 {
 			return nil, 0, fmt.Errorf("line %d is a record with neither an id nor a line number: cannot resume into this file", n)
 		}
-		set.done[rowKey(id, rec.Line)]++
+		key := rowKey(id, rec.Line)
+		switch {
+		case rec.Line <= 0:
+			set.byID[key]++
+		case set.byLine[rec.Line] != "":
+			return nil, 0, fmt.Errorf("line %d is a second record for input line %d: cannot resume into this file", n, rec.Line)
+		default:
+			set.byLine[rec.Line] = key
+		}
 		set.Records++
 		end += int64(len(line))
 	}

@@ -29,24 +29,27 @@ func TestOpenResume(t *testing.T) {
 	errRec := `{"id":"b","line":2,"error":"bad row: missing \"state\""}` + "\n"
 	noID := `{"id":null,"line":3,"error":"bad row: invalid JSON"}` + "\n"
 	num := `{"id":7,"chosen":"x"}` + "\n"
+	lined := `{"id":"d","chosen":"x","line":9}` + "\n"
 	for _, tc := range []struct {
 		name    string
 		content string
 		keep    string // the file after openResume
 		records int
-		keys    map[string]int
+		byID    map[string]int // records without a line number (files of older jev versions)
+		byLine  map[int]string
 		wantErr string
 	}{
-		{"empty", "", "", 0, map[string]int{}, ""},
-		{"whole lines", dec + errRec + noID + num, dec + errRec + noID + num, 4,
-			map[string]int{"sa": 1, "sb": 1, "line 3": 1, "n7": 1}, ""},
-		{"cut last line", dec + errRec + `{"id":"c","prompt_ver`, dec + errRec, 2, map[string]int{"sa": 1, "sb": 1}, ""},
-		{"cut inside the first line", `{"id":"a","cho`, "", 0, map[string]int{}, ""},
-		{"an id twice", dec + dec, dec + dec, 2, map[string]int{"sa": 2}, ""},
-		{"not a record", dec + "hello\n", "", 0, nil, "line 2 is not a jev decide record"},
-		{"a record without an id", `{"chosen":"x"}` + "\n", "", 0, nil, "line 1 is not a jev decide record"},
-		{"no id, no line", `{"id":null,"error":"x"}` + "\n", "", 0, nil, "neither an id nor a line number"},
-		{"a torn write of NUL bytes", dec + "\x00\x00\x00", dec, 1, map[string]int{"sa": 1}, ""},
+		{"empty", "", "", 0, map[string]int{}, map[int]string{}, ""},
+		{"whole lines", dec + errRec + noID + num + lined, dec + errRec + noID + num + lined, 5,
+			map[string]int{"sa": 1, "n7": 1}, map[int]string{2: "sb", 3: "line 3", 9: "sd"}, ""},
+		{"cut last line", dec + errRec + `{"id":"c","prompt_ver`, dec + errRec, 2, map[string]int{"sa": 1}, map[int]string{2: "sb"}, ""},
+		{"cut inside the first line", `{"id":"a","cho`, "", 0, map[string]int{}, map[int]string{}, ""},
+		{"an id twice", dec + dec, dec + dec, 2, map[string]int{"sa": 2}, map[int]string{}, ""},
+		{"not a record", dec + "hello\n", "", 0, nil, nil, "line 2 is not a jev decide record"},
+		{"a record without an id", `{"chosen":"x"}` + "\n", "", 0, nil, nil, "line 1 is not a jev decide record"},
+		{"no id, no line", `{"id":null,"error":"x"}` + "\n", "", 0, nil, nil, "neither an id nor a line number"},
+		{"two records of one line", lined + lined, "", 0, nil, nil, "line 2 is a second record for input line 9"},
+		{"a torn write of NUL bytes", dec + "\x00\x00\x00", dec, 1, map[string]int{"sa": 1}, map[int]string{}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "out.jsonl")
@@ -62,7 +65,8 @@ func TestOpenResume(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.records, set.Records)
 			assert.Equal(t, len(tc.content)-len(tc.keep), set.Dropped)
-			assert.Equal(t, tc.keys, set.done)
+			assert.Equal(t, tc.byID, set.byID)
+			assert.Equal(t, tc.byLine, set.byLine)
 			_, err = f.WriteString(`{"id":"new"}` + "\n")
 			require.NoError(t, err)
 			require.NoError(t, f.Close())
@@ -81,12 +85,13 @@ func TestOpenResume(t *testing.T) {
 }
 
 func TestResumeSkipsTheRowsAlreadyDone(t *testing.T) {
-	set := &resumeSet{done: map[string]int{"sa": 1, "sdup": 1, "line 4": 1, "n5": 1}}
+	set := &resumeSet{byID: map[string]int{"sa": 1, "sdup": 1, "n5": 1}, byLine: map[int]string{4: "line 4", 10: "sx", 11: "sy"}}
 	for _, tc := range []struct {
 		line   string
 		lineNo int
 		skip   bool
 	}{
+		{`{"id": "x"}`, 10, true}, // a record naming line 10 and its id
 		{`{"id": "a", "state": 1}`, 1, true},
 		{`{"id": "a", "state": 1}`, 2, false}, // the file held one "a": the second is new
 		{`{"id": "dup"}`, 3, true},
@@ -96,8 +101,14 @@ func TestResumeSkipsTheRowsAlreadyDone(t *testing.T) {
 		{`{"id": "5"}`, 8, false}, // the string "5" is not the number 5
 		{`{"id": "b"}`, 9, false},
 	} {
-		assert.Equal(t, tc.skip, set.skip([]byte(tc.line), tc.lineNo), "line %d %s", tc.lineNo, tc.line)
+		skip, err := set.skip([]byte(tc.line), tc.lineNo)
+		require.NoError(t, err)
+		assert.Equal(t, tc.skip, skip, "line %d %s", tc.lineNo, tc.line)
 	}
+	// The record of line 11 names id "y": an input whose line 11 is "z" is another input.
+	_, err := set.skip([]byte(`{"id": "z"}`), 11)
+	require.ErrorIs(t, err, errNotThisInput)
+	assert.ErrorContains(t, err, `its record for line 11 has id "y", the input's line 11 has "z"`)
 }
 
 // buildJev builds the jev command into a temporary folder.

@@ -19,10 +19,14 @@ import (
 // model, contract and flags a report names, the PriDe prior a resumed run reuses, and the
 // run's wall time (decisions/s). It is written when the run starts and again when it ends.
 type runMeta struct {
-	Jev           string          `json:"jev"`
-	LlamaCpp      string          `json:"llama_cpp"`
-	Args          []string        `json:"args"`
-	Input         string          `json:"input"`
+	Jev      string   `json:"jev"`
+	LlamaCpp string   `json:"llama_cpp"`
+	Args     []string `json:"args"`
+	Input    string   `json:"input"`
+	// Shard is "I/N" for a run of jev decide --shard (shard I of N).
+	Shard string `json:"shard,omitempty"`
+	// Parts are the results files jev merge joined into this one.
+	Parts         []string        `json:"parts,omitempty"`
 	Model         *debias.ModelID `json:"model,omitempty"`
 	Backend       string          `json:"backend"`
 	PromptVersion string          `json:"prompt_version"`

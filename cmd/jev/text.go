@@ -29,6 +29,9 @@ func textEncoder(color bool) recordEncoder {
 	}
 	return func(rec any) ([]byte, error) {
 		var b strings.Builder
+		if lr, ok := rec.(lineResult); ok {
+			rec = lr.Result
+		}
 		switch r := rec.(type) {
 		case *gojev.Result:
 			if err := checkEncodable(r); err != nil {

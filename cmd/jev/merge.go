@@ -1,0 +1,463 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/contract"
+)
+
+const mergeSynopsis = `Usage: jev merge -i rows.jsonl [-o merged.jsonl] PART.jsonl ...
+
+Joins the results files of a sharded run (jev decide --shard I/N -o out/part-{shard}.jsonl)
+into one file in input order, as a single jev decide run would have written it, with a run
+file beside it (merged.jsonl.run.json) for jev report. A PART may be a glob (out/part-*.jsonl),
+for schedulers that run jev without a shell.
+
+Every record names its input line and its row's id. merge checks, against -i, that every input
+line has exactly one record, and reports
+  missing rows    input lines no part holds (naming a shard none of whose rows arrived),
+  duplicate rows  input lines two records hold (a part given twice, two shards on one file),
+  foreign rows    records whose line is not in the input, or whose id is not that line's id
+                  (a part of another input),
+and parts whose run files disagree on the model, contract, bias control or PriDe prior. Any
+of these exits 1 and writes no output: rerun the shards concerned (jev decide --resume fills in
+a killed shard's file), then merge again. Otherwise it prints the summary a single run prints.
+
+  jev merge -i rows.jsonl out/part-*.jsonl -o merged.jsonl && jev report merged.jsonl`
+
+// errMergeProblems: merge found missing, duplicate or foreign rows (exit code 1, no output).
+var errMergeProblems = errors.New("the parts do not add up to the input: nothing written")
+
+func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("merge", flag.ContinueOnError)
+	var in, out string
+	var quiet bool
+	stringFlag(fs, &in, "i,input", "", "the rows `file` the shards decided (JSONL; required)")
+	stringFlag(fs, &out, "o,output", "", "merged results `file` (JSONL; default stdout), written only when complete; a run file <file>.run.json goes beside it")
+	boolFlag(fs, &quiet, "q,quiet", "no summary, no warnings (problems are still reported)")
+	// Flags may follow the parts: parse, take the parts, parse the rest.
+	var parts []string
+	rest := args
+	for {
+		if err := parseFlagsLoose(fs, rest, stderr, mergeSynopsis); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		parts = append(parts, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if in == "" {
+		return usageError{errors.New("-i rows.jsonl: name the input the shards decided (jev merge -h explains)")}
+	}
+	if len(parts) == 0 {
+		return usageError{errors.New("name the shards' results files (e.g. out/part-*.jsonl)")}
+	}
+	parts, err := expandParts(parts)
+	if err != nil {
+		return usageError{err}
+	}
+	keys, err := inputKeys(in)
+	if err != nil {
+		return usageError{err}
+	}
+	m := &merger{keys: keys, at: make([]recordAt, len(keys)), parts: parts}
+	for i, p := range parts {
+		if err := m.readPart(i, p); err != nil {
+			return err
+		}
+	}
+	metas, err := partMetas(parts)
+	if err != nil {
+		return err
+	}
+	m.checkMissing(metas)
+	if len(m.problems) > 0 {
+		m.printProblems(stderr, in)
+		return errMergeProblems
+	}
+
+	sum := summary{}
+	if !quiet {
+		sum.warn = stderr
+	}
+	write := func(w io.Writer) error { return m.write(w, &sum) }
+	if out == "" || out == "-" {
+		err = write(stdout)
+	} else {
+		err = writeFile(out, write)
+	}
+	if err != nil {
+		return err
+	}
+	meta := mergedMeta(metas, args, in, parts, &sum)
+	if meta != nil {
+		sum.debiased = meta.Debias != ""
+		if meta.ElapsedS > 0 {
+			sum.elapsed = time.Duration(meta.ElapsedS * float64(time.Second))
+		}
+		if out != "" && out != "-" {
+			if err := meta.save(runMetaPath(out)); err != nil {
+				return fmt.Errorf("writing the run file: %w", err)
+			}
+		}
+	}
+	if !quiet {
+		fmt.Fprintf(stderr, "jev merge: %d records from %d parts, every input line once", sum.rows, len(parts))
+		if out != "" && out != "-" {
+			fmt.Fprintf(stderr, ", written to %s", out)
+		}
+		fmt.Fprintln(stderr)
+		if meta != nil && meta.ElapsedS > 0 {
+			fmt.Fprint(stderr, "(the rate below is over the wall time from the first part's start to the last part's end, from their run files)\n")
+		}
+		sum.print(stderr)
+	}
+	return nil
+}
+
+// expandParts expands the glob patterns among parts that name no file themselves; a pattern
+// that matches nothing is an error.
+func expandParts(parts []string) ([]string, error) {
+	var out []string
+	for _, p := range parts {
+		if _, err := os.Stat(p); err == nil || !strings.ContainsAny(p, "*?[") {
+			out = append(out, p)
+			continue
+		}
+		matches, err := filepath.Glob(p)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", p, err)
+		}
+		if len(matches) == 0 {
+			return nil, fmt.Errorf("%q matches no file", p)
+		}
+		for _, mp := range matches {
+			if !strings.HasSuffix(mp, ".run.json") && !strings.HasSuffix(mp, ".tmp") {
+				out = append(out, mp)
+			}
+		}
+	}
+	return out, nil
+}
+
+// inputKeys returns the rowKey of every line of the rows file, indexed by line number (index
+// 0 unused), as jev decide names the rows it decides.
+func inputKeys(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("-i: %w", err)
+	}
+	defer f.Close()
+	keys := []string{""}
+	err = scanLines(f, func(line []byte, lineNo int) {
+		row, _ := contract.ParseRow(line)
+		keys = append(keys, rowKey(row.ID, lineNo))
+	})
+	return keys, err
+}
+
+// recordAt locates one record: part index (from 1; 0 = none yet), offset and length.
+type recordAt struct {
+	part       int
+	off, n     int64
+	partLineNo int
+}
+
+// merger collects where each input line's record is, and what does not add up.
+type merger struct {
+	keys     []string   // by input line
+	at       []recordAt // by input line
+	parts    []string   // the parts' paths
+	problems []mergeProblem
+}
+
+// mergeProblem is one thing that keeps the parts from adding up to the input.
+type mergeProblem struct {
+	kind   string // "missing", "duplicate", "foreign", "cut", "shard"
+	line   int    // the input line concerned (0: none)
+	detail string
+}
+
+// readPart reads the records of part i (path), checking each against the input.
+func (m *merger) readPart(i int, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return usageError{err}
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<20)
+	var off int64
+	for n := 1; ; n++ {
+		line, err := br.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			if len(bytes.TrimSpace(line)) > 0 {
+				m.problems = append(m.problems, mergeProblem{"cut", 0,
+					fmt.Sprintf("%s ends with a cut line %d (%d bytes, a killed run): finish that shard with jev decide --resume", path, n, len(line))})
+			}
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", path, err)
+		}
+		rec, ok := parseRecordHead(line)
+		switch {
+		case !ok:
+			return usageError{fmt.Errorf("%s line %d is not a jev decide record with a line number (%.60q)", path, n, line)}
+		case rec.line < 1 || rec.line >= len(m.keys):
+			m.problems = append(m.problems, mergeProblem{"foreign", 0,
+				fmt.Sprintf("%s line %d: a record of input line %d, but the input has %d lines", path, n, rec.line, len(m.keys)-1)})
+		case rec.key != m.keys[rec.line]:
+			m.problems = append(m.problems, mergeProblem{"foreign", rec.line,
+				fmt.Sprintf("%s line %d: a record of id %s for input line %d, which has id %s", path, n, keyID(rec.key), rec.line, keyID(m.keys[rec.line]))})
+		case m.at[rec.line].part != 0:
+			first := m.at[rec.line]
+			m.problems = append(m.problems, mergeProblem{"duplicate", rec.line,
+				fmt.Sprintf("input line %d (id %s): %s line %d and %s line %d", rec.line, keyID(rec.key), m.parts[first.part-1], first.partLineNo, path, n)})
+		default:
+			m.at[rec.line] = recordAt{part: i + 1, off: off, n: int64(len(line)), partLineNo: n}
+		}
+		off += int64(len(line))
+	}
+}
+
+// recordHead is what merge reads of a record to place it: its line and rowKey.
+type recordHead struct {
+	line int
+	key  string
+}
+
+// parseRecordHead reads a record's "line" and "id" (as readRecords does for --resume).
+func parseRecordHead(line []byte) (recordHead, bool) {
+	var rec struct {
+		ID   json.RawMessage `json:"id"`
+		Line int             `json:"line"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	if dec.Decode(&rec) != nil || rec.ID == nil || rec.Line == 0 {
+		return recordHead{}, false
+	}
+	var id any
+	idDec := json.NewDecoder(bytes.NewReader(rec.ID))
+	idDec.UseNumber()
+	if idDec.Decode(&id) != nil {
+		return recordHead{}, false
+	}
+	return recordHead{line: rec.Line, key: rowKey(id, rec.Line)}, true
+}
+
+// checkMissing records the input lines without a record. When the parts' run files name
+// their shards of one N, a shard none of whose lines arrived is named as such.
+func (m *merger) checkMissing(metas []*runMeta) {
+	n := 0
+	for _, meta := range metas {
+		if meta != nil && meta.Shard != "" {
+			if s, err := parseShard(meta.Shard, nil); err == nil {
+				n = s.N
+			}
+		}
+	}
+	var missing []int
+	for l := 1; l < len(m.keys); l++ {
+		if m.at[l].part == 0 {
+			missing = append(missing, l)
+		}
+	}
+	if n > 0 {
+		byShard := map[int]int{}
+		for _, l := range missing {
+			byShard[shardOf(l, n)]++
+		}
+		for i := range n {
+			s := shard{i, n}
+			if size := s.size(len(m.keys) - 1); size > 0 && byShard[i] == size {
+				m.problems = append(m.problems, mergeProblem{"shard", 0,
+					fmt.Sprintf("shard %s: none of its %d rows is in the parts: its file is missing (or empty); run jev decide --shard %s", s, size, s)})
+				missing = slices.DeleteFunc(missing, func(l int) bool { return shardOf(l, n) == i })
+			}
+		}
+	}
+	for _, l := range missing {
+		m.problems = append(m.problems, mergeProblem{"missing", l, fmt.Sprintf("input line %d (id %s)", l, keyID(m.keys[l]))})
+	}
+}
+
+// printProblems reports what keeps the parts from adding up, a few lines per kind.
+func (m *merger) printProblems(w io.Writer, in string) {
+	const show = 5
+	fmt.Fprintf(w, "jev merge: the %d parts do not add up to %s (%d lines):\n", len(m.parts), in, len(m.keys)-1)
+	for _, kind := range []struct{ kind, title string }{
+		{"shard", "missing shards"}, {"missing", "missing rows"}, {"duplicate", "duplicate rows"},
+		{"foreign", "foreign rows"}, {"cut", "cut parts"},
+	} {
+		var ps []mergeProblem
+		for _, p := range m.problems {
+			if p.kind == kind.kind {
+				ps = append(ps, p)
+			}
+		}
+		if len(ps) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "  %d %s:\n", len(ps), kind.title)
+		for _, p := range ps[:min(show, len(ps))] {
+			fmt.Fprintf(w, "    %s\n", p.detail)
+		}
+		if len(ps) > show {
+			fmt.Fprintf(w, "    ... and %d more\n", len(ps)-show)
+		}
+	}
+}
+
+// write copies each input line's record, in input order, to w, counting them into sum.
+func (m *merger) write(w io.Writer, sum *summary) error {
+	parts := m.parts
+	files := make([]*os.File, len(parts))
+	defer func() {
+		for _, f := range files {
+			if f != nil {
+				_ = f.Close()
+			}
+		}
+	}()
+	bw := bufio.NewWriterSize(w, 1<<20)
+	var buf []byte
+	for l := 1; l < len(m.keys); l++ {
+		at := m.at[l]
+		f := files[at.part-1]
+		if f == nil {
+			var err error
+			if f, err = os.Open(parts[at.part-1]); err != nil {
+				return err
+			}
+			files[at.part-1] = f
+		}
+		buf = slices.Grow(buf[:0], int(at.n))[:at.n]
+		if _, err := f.ReadAt(buf, at.off); err != nil {
+			return fmt.Errorf("reading %s: %w", parts[at.part-1], err)
+		}
+		var rec struct {
+			gojev.Result
+			Error string `json:"error"`
+		}
+		if err := json.Unmarshal(buf, &rec); err != nil {
+			return fmt.Errorf("%s line %d: %w", parts[at.part-1], at.partLineNo, err)
+		}
+		if rec.Error != "" {
+			sum.add(nil)
+		} else {
+			sum.add(resultDecided(&rec.Result))
+		}
+		if _, err := bw.Write(buf); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// partMetas reads the parts' run files (nil where a part has none) and checks that they agree
+// on what decides: the model, the contract, the bias control and PriDe's prior.
+func partMetas(parts []string) ([]*runMeta, error) {
+	metas := make([]*runMeta, len(parts))
+	var first *runMeta
+	var firstPath string
+	for i, p := range parts {
+		meta, ok := loadRunMeta(runMetaPath(p))
+		if !ok {
+			continue
+		}
+		metas[i] = meta
+		if first == nil {
+			first, firstPath = meta, p
+			continue
+		}
+		if what := metaDisagrees(first, meta); what != "" {
+			return nil, fmt.Errorf("%s and %s were decided with different %s: they are parts of different runs", firstPath, p, what)
+		}
+	}
+	return metas, nil
+}
+
+// metaDisagrees names what two parts' run files disagree on ("" when nothing).
+func metaDisagrees(a, b *runMeta) string {
+	model := func(m *runMeta) string {
+		if m.Model == nil {
+			return ""
+		}
+		return m.Model.SHA256 + " " + m.Model.Name
+	}
+	prior := func(m *runMeta) string {
+		b, _ := json.Marshal(m.Prior)
+		return string(b)
+	}
+	n := func(m *runMeta) int {
+		s, _ := parseShard(m.Shard, nil)
+		return s.N
+	}
+	switch {
+	case model(a) != model(b):
+		return "models"
+	case a.PromptVersion != b.PromptVersion:
+		return "contracts (prompt_version)"
+	case a.Debias != b.Debias:
+		return "bias control (--debias, --permute)"
+	case prior(a) != prior(b):
+		return "PriDe priors (give every shard the same --prior FILE)"
+	case n(a) != n(b):
+		return "shard counts (--shard I/N)"
+	}
+	return ""
+}
+
+// mergedMeta is the run file of the merged output: what the parts' run files agree on, the
+// merged counts, and the wall time from the first part's start to the last part's end; nil
+// when no part has a run file.
+func mergedMeta(metas []*runMeta, args []string, in string, parts []string, sum *summary) *runMeta {
+	var out *runMeta
+	var end time.Time
+	finished := true
+	for _, m := range metas {
+		if m == nil {
+			finished = false
+			continue
+		}
+		if out == nil {
+			c := *m
+			out = &c
+		}
+		if m.Started.Before(out.Started) {
+			out.Started = m.Started
+		}
+		if e := m.Started.Add(time.Duration(m.ElapsedS * float64(time.Second))); e.After(end) {
+			end = e
+		}
+		finished = finished && m.Finished
+	}
+	if out == nil {
+		return nil
+	}
+	out.Args, out.Input, out.Shard, out.Parts = append([]string{"merge"}, args...), in, "", parts
+	out.Finished = finished
+	out.ElapsedS = end.Sub(out.Started).Seconds()
+	out.Rows, out.Decided, out.Errors, out.Skipped = sum.rows, sum.decided, sum.errors, 0
+	out.DecisionsPerS = 0
+	if out.ElapsedS > 0 {
+		out.DecisionsPerS = float64(sum.decided) / out.ElapsedS
+	}
+	return out
+}

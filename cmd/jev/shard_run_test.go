@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gojev/gojev/internal/testenv"
+)
+
+// decisionFields reads a results file as one map a line, without the fields a sharded run may
+// change: timing (ms, stats) and the backend note.
+func decisionFields(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var recs []map[string]any
+	for i, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m), "%s line %d", path, i+1)
+		for _, k := range []string{"ms", "stats", "backend"} {
+			delete(m, k)
+		}
+		recs = append(recs, m)
+	}
+	return recs
+}
+
+// jevCmd returns the command `bin args...` with extra environment variables.
+func jevCmd(bin string, env []string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	return cmd, &stderr
+}
+
+// Four shards of one input run as separate processes at once; one is killed mid-way
+// (SIGKILL), merge then refuses, the shard is retried with --resume, and the merged file
+// equals a single-process run on every decision field. Shard 3 takes its index from a Slurm
+// array task's environment, the retry from a Kubernetes Indexed Job's.
+func TestShardedRunMatchesTheSingleRun(t *testing.T) {
+	bin := buildJev(t)
+	lines := interruptRows(120)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "rows.jsonl")
+	require.NoError(t, os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	noScheduler := []string{envSlurmID + "=", envK8sIndex + "=", envShardCount + "="}
+
+	single := filepath.Join(dir, "single.jsonl")
+	cmd, singleErr := jevCmd(bin, noScheduler, append(append([]string{"decide"}, modelArgs(t)...), "-i", in, "-o", single)...)
+	require.NoError(t, cmd.Run(), singleErr.String())
+
+	parts := filepath.Join(dir, "out", "part-{shard}.jsonl")
+	shardArgs := func(spec string) []string {
+		return append(append([]string{"decide"}, modelArgs(t)...), "-t", "1", "-i", in, "-o", parts, "--shard", spec)
+	}
+	var cmds [4]*exec.Cmd
+	var errs [4]*bytes.Buffer
+	for i := range 4 {
+		env, spec := noScheduler, fmt.Sprintf("%d/4", i)
+		if i == 3 {
+			env = append(env, envSlurmID+"=10", envSlurmMin+"=7", envSlurmMax+"=10", envSlurmCount+"=4")
+			spec = "auto"
+		}
+		cmds[i], errs[i] = jevCmd(bin, env, shardArgs(spec)...)
+		require.NoError(t, cmds[i].Start())
+	}
+	exited := make(chan struct{})
+	var killedErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { killedErr = cmds[2].Wait(); close(exited) })
+	part2 := filepath.Join(dir, "out", "part-2.jsonl")
+	waitForLines(t, part2, 5, exited)
+	require.NoError(t, cmds[2].Process.Signal(syscall.SIGKILL))
+	wg.Wait()
+	require.Error(t, killedErr)
+	for _, i := range []int{0, 1, 3} {
+		require.NoError(t, cmds[i].Wait(), "shard %d: %s", i, errs[i])
+		assert.Contains(t, errs[i].String(), fmt.Sprintf("shard %d/4: rows 30,", i))
+	}
+	data, err := os.ReadFile(part2)
+	require.NoError(t, err)
+	kept := len(wholeRecords(t, data))
+	require.Less(t, kept, 30, "shard 2 was killed before its end")
+
+	merged := filepath.Join(dir, "merged.jsonl")
+	glob := filepath.Join(dir, "out", "part-*.jsonl")
+	code, _, mergeErr := jev(t, "", "merge", "-i", in, "-o", merged, glob)
+	assert.Equal(t, 1, code, "the killed shard's rows are missing")
+	assert.Contains(t, mergeErr, fmt.Sprintf("%d missing rows:", 30-kept))
+	assert.NoFileExists(t, merged)
+
+	retry, retryErr := jevCmd(bin, append(noScheduler, envK8sIndex+"=2", envShardCount+"=4"), append(shardArgs("auto"), "--resume")...)
+	require.NoError(t, retry.Run(), retryErr.String())
+	assert.Contains(t, retryErr.String(), fmt.Sprintf("%d records kept", kept))
+	assert.Contains(t, retryErr.String(), fmt.Sprintf("shard 2/4: rows %d, decided", 30-kept))
+
+	code, _, mergeErr = jev(t, "", "merge", "-i", in, "-o", merged, glob)
+	require.Equal(t, 0, code, mergeErr)
+	assert.Contains(t, mergeErr, "120 records from 4 parts, every input line once")
+	want := decisionFields(t, single)
+	got := decisionFields(t, merged)
+	require.Len(t, got, len(lines))
+	for i := range want {
+		require.Equal(t, want[i], got[i], "line %d: the merged record equals the single run's", i+1)
+	}
+	// merge prints the single run's summary (the counts, accuracy and letters; not the rate).
+	assert.Equal(t, summaryHead(t, singleErr.String()), summaryHead(t, mergeErr))
+	code, stdout, repErr := jev(t, "", "report", merged)
+	require.Equal(t, 0, code, repErr)
+	assert.Contains(t, stdout, "merged")
+}
+
+// summaryHead returns the summary line of a jev decide or merge stderr up to its rate
+// ("rows 120, decided 96, errors 24, accuracy ...").
+func summaryHead(t *testing.T, stderr string) string {
+	t.Helper()
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(line, "rows ") {
+			i := strings.Index(line, " decisions/s")
+			require.Positive(t, i, line)
+			return line[:strings.LastIndex(line[:i], ", ")]
+		}
+	}
+	t.Fatalf("no summary in %q", stderr)
+	return ""
+}
+
+// A sharded PriDe run: the prior is estimated once (--prior-only) and every shard reads it;
+// the merged file equals a single run with the same --prior, debiased fields included.
+func TestShardedPriDeSharesOnePrior(t *testing.T) {
+	in := filepath.Join(testenv.RepoRoot(t), "examples", "tickets.jsonl")
+	dir := t.TempDir()
+	prior := filepath.Join(dir, "prior.json")
+	pride := []string{"--debias", "pride", "--prior", prior}
+	args := func(extra ...string) []string {
+		return append(append(append([]string{"decide"}, modelArgs(t)...), "-i", in), append(pride, extra...)...)
+	}
+	code, stdout, stderr := jev(t, "", args("--prior-only")...)
+	require.Equal(t, 0, code, stderr)
+	assert.Empty(t, stdout, "--prior-only decides nothing")
+	assert.Contains(t, stderr, "prior saved to "+prior)
+	saved, err := os.ReadFile(prior)
+	require.NoError(t, err)
+	code, _, stderr = jev(t, "", args("--prior-only")...)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "prior read from "+prior, "a second --prior-only (a retried step) reads the prior it saved")
+	again, err := os.ReadFile(prior)
+	require.NoError(t, err)
+	assert.Equal(t, saved, again)
+
+	for i := range 2 {
+		code, _, stderr = jev(t, "", args("--shard", fmt.Sprintf("%d/2", i), "-o", filepath.Join(dir, "part-{shard}.jsonl"))...)
+		require.Equal(t, 0, code, stderr)
+		assert.Contains(t, stderr, "prior read from")
+		assert.NotContains(t, stderr, "estimating")
+	}
+	merged := filepath.Join(dir, "merged.jsonl")
+	code, _, stderr = jev(t, "", "merge", "-i", in, "-o", merged, filepath.Join(dir, "part-*.jsonl"))
+	require.Equal(t, 0, code, stderr)
+	single := filepath.Join(dir, "single.jsonl")
+	code, _, stderr = jev(t, "", args("-o", single)...)
+	require.Equal(t, 0, code, stderr)
+	want, got := decisionFields(t, single), decisionFields(t, merged)
+	require.Len(t, got, len(want))
+	for i := range want {
+		require.NotNil(t, got[i]["debias"], "line %d is debiased", i+1)
+		require.Equal(t, want[i], got[i], "line %d", i+1)
+	}
+	meta, ok := loadRunMeta(merged + ".run.json")
+	require.True(t, ok)
+	require.NotNil(t, meta.Prior, "the merged run file keeps the prior, for jev report")
+}
+
+// The example manifests do what they say when their commands run as the scheduler would run
+// them: the sbatch script as 4 array tasks (with a stand-in sbatch that records the merge
+// job), and the Kubernetes Jobs' containers as 4 completion indexes and the merge.
+func TestExampleManifestsRun(t *testing.T) {
+	bin := buildJev(t)
+	root := testenv.RepoRoot(t)
+	rows, err := os.ReadFile(filepath.Join(root, "examples", "tickets.jsonl"))
+	require.NoError(t, err)
+	nRows := bytes.Count(rows, []byte{'\n'})
+	model := testenv.SmallModel(t)
+
+	t.Run("slurm", func(t *testing.T) {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "rows.jsonl"), rows, 0o644))
+		fake := filepath.Join(dir, "fakebin")
+		require.NoError(t, os.MkdirAll(fake, 0o755))
+		submitted := filepath.Join(dir, "submitted")
+		// The stand-in sbatch records its arguments, one a line, and a blank line after them.
+		require.NoError(t, os.WriteFile(filepath.Join(fake, "sbatch"),
+			[]byte("#!/usr/bin/env bash\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> "+submitted+"\necho >> "+submitted+"\necho 'Submitted batch job 4243'\n"), 0o755))
+		for i := range 4 {
+			cmd := exec.Command("bash", filepath.Join(root, "examples", "slurm", "decide.sbatch"))
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "PATH="+fake+":"+os.Getenv("PATH"), "JEV="+bin, "MODEL="+model, "ROWS=rows.jsonl", "OUT=out",
+				envK8sIndex+"=", envShardCount+"=", "SLURM_ARRAY_JOB_ID=4242", "SLURM_CPUS_PER_TASK=1",
+				envSlurmID+"="+fmt.Sprint(i), envSlurmMin+"=0", envSlurmMax+"=3", envSlurmCount+"=4")
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "array task %d: %s", i, out)
+			assert.Contains(t, string(out), fmt.Sprintf("shard %d/4: rows %d,", i, shard{i, 4}.size(nRows)))
+		}
+		data, err := os.ReadFile(submitted)
+		require.NoError(t, err)
+		jobs := strings.Split(strings.TrimSuffix(string(data), "\n\n"), "\n\n")
+		require.Len(t, jobs, 1, "one merge job, submitted by the first task")
+		args := strings.Split(jobs[0], "\n")
+		assert.Contains(t, args, "--dependency=afterok:4242")
+		wrap := argAfter(args, "--wrap")
+		require.NotEmpty(t, wrap)
+		cmd := exec.Command("bash", "-c", wrap)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "the merge job: %s", out)
+		assert.Contains(t, string(out), fmt.Sprintf("%d records from 4 parts, every input line once", nRows))
+		assert.Len(t, decisionFields(t, filepath.Join(dir, "out", "merged.jsonl")), nRows)
+	})
+
+	t.Run("kubernetes", func(t *testing.T) {
+		jobs := readK8sJobs(t)
+		dir := t.TempDir()
+		// The volume mounted at /data: the rows and the model under the manifest's names.
+		local := func(args []string) []string {
+			out := make([]string, len(args))
+			for i, a := range args {
+				out[i] = strings.Replace(a, "/data/", dir+"/", 1)
+			}
+			return out
+		}
+		decide := jobs["decide"].Spec.Template.Spec.Containers[0]
+		dargs := local(decide.Args)
+		require.NoError(t, os.WriteFile(argAfter(dargs, "-i"), rows, 0o644))
+		require.NoError(t, os.MkdirAll(filepath.Dir(argAfter(dargs, "-m")), 0o755))
+		require.NoError(t, os.Symlink(model, argAfter(dargs, "-m")))
+		env := []string{envSlurmID + "="}
+		for _, e := range decide.Env {
+			env = append(env, e.Name+"="+e.Value)
+		}
+		n := jobs["decide"].Spec.Completions
+		for i := range n {
+			cmd, stderr := jevCmd(bin, append(env, fmt.Sprintf("%s=%d", envK8sIndex, i)), dargs...)
+			require.NoError(t, cmd.Run(), "completion index %d: %s", i, stderr)
+			assert.Contains(t, stderr.String(), fmt.Sprintf("shard %d/%d: rows %d,", i, n, shard{i, n}.size(nRows)))
+		}
+		margs := local(jobs["merge"].Spec.Template.Spec.Containers[0].Args)
+		cmd, stderr := jevCmd(bin, nil, margs...)
+		require.NoError(t, cmd.Run(), "the merge Job: %s", stderr)
+		assert.Contains(t, stderr.String(), fmt.Sprintf("%d records from %d parts, every input line once", nRows, n))
+		assert.Len(t, decisionFields(t, argAfter(margs, "-o")), nRows)
+	})
+}

@@ -1,0 +1,378 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gojev/gojev/internal/testenv"
+)
+
+func TestParseShard(t *testing.T) {
+	slurm := func(id, lo, hi, count string) map[string]string {
+		return map[string]string{envSlurmID: id, envSlurmMin: lo, envSlurmMax: hi, envSlurmCount: count}
+	}
+	for _, tc := range []struct {
+		name    string
+		spec    string
+		env     map[string]string
+		want    shard
+		wantErr string
+	}{
+		{"none", "", nil, shard{}, ""},
+		{"I/N", "2/4", nil, shard{2, 4}, ""},
+		{"one shard", "0/1", nil, shard{0, 1}, ""},
+		{"I = N", "4/4", nil, shard{}, "want 0 ≤ I < N, got shard 4 of 4"},
+		{"negative", "-1/4", nil, shard{}, "want 0 ≤ I < N"},
+		{"zero shards", "0/0", nil, shard{}, "want 0 ≤ I < N"},
+		{"not I/N", "2", nil, shard{}, "want I/N"},
+		{"words", "a/b", nil, shard{}, "want I/N"},
+		{"Slurm, from 0", "auto", slurm("3", "0", "3", "4"), shard{3, 4}, ""},
+		{"Slurm, from 1", "auto", slurm("1", "1", "8", "8"), shard{0, 8}, ""},
+		{"Slurm, from 5", "auto", slurm("7", "5", "8", "4"), shard{2, 4}, ""},
+		{"Slurm, a step", "auto", slurm("4", "0", "6", "4"), shard{}, "the Slurm array 0-6 has 4 tasks"},
+		{"Slurm, no count", "auto", map[string]string{envSlurmID: "1", envSlurmMin: "0", envSlurmMax: "3"}, shard{}, "SLURM_ARRAY_TASK_COUNT is not set"},
+		{"Slurm, not a number", "auto", slurm("x", "0", "3", "4"), shard{}, `SLURM_ARRAY_TASK_ID="x" is not an integer`},
+		{"Kubernetes", "auto", map[string]string{envK8sIndex: "2", envShardCount: "4"}, shard{2, 4}, ""},
+		{"Kubernetes, index 0", "auto", map[string]string{envK8sIndex: "0", envShardCount: "1"}, shard{0, 1}, ""},
+		{"Kubernetes, no count", "auto", map[string]string{envK8sIndex: "2"}, shard{}, "JEV_SHARD_COUNT is not: set it in the Job's env to spec.completions"},
+		{"Kubernetes, index past the count", "auto", map[string]string{envK8sIndex: "4", envShardCount: "4"}, shard{}, "got shard 4 of 4"},
+		{"both", "auto", map[string]string{envK8sIndex: "1", envShardCount: "4", envSlurmID: "1"}, shard{}, "both SLURM_ARRAY_TASK_ID and JOB_COMPLETION_INDEX are set"},
+		{"no scheduler", "auto", nil, shard{}, errNoShardEnv.Error()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseShard(tc.spec, func(k string) string { return tc.env[k] })
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// The N shards of any input hold every line exactly once, and size counts each shard's lines.
+func TestShardsPartitionTheInput(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 4, 7} {
+		for _, lines := range []int{0, 1, 2, 3, 5, 6, 12, 29} {
+			owners := make([]int, lines+1)
+			for i := range n {
+				s := shard{i, n}
+				count := 0
+				for l := 1; l <= lines; l++ {
+					if s.has(l) {
+						owners[l]++
+						count++
+						assert.Equal(t, i, shardOf(l, n))
+					}
+				}
+				assert.Equal(t, count, s.size(lines), "shard %s of %d lines", s, lines)
+			}
+			for l := 1; l <= lines; l++ {
+				assert.Equal(t, 1, owners[l], "line %d of %d, %d shards", l, lines, n)
+			}
+		}
+	}
+	assert.True(t, shard{}.has(17), "no --shard: every line")
+	assert.Equal(t, 17, shard{}.size(17))
+}
+
+func TestShardPath(t *testing.T) {
+	p, err := shardPath("out/part-{shard}.jsonl", shard{3, 8})
+	require.NoError(t, err)
+	assert.Equal(t, "out/part-3.jsonl", p)
+	p, err = shardPath("out.jsonl", shard{3, 8})
+	require.NoError(t, err)
+	assert.Equal(t, "out.jsonl", p)
+	_, err = shardPath("out/part-{shard}.jsonl", shard{})
+	assert.ErrorContains(t, err, "{shard} in a file name needs --shard")
+}
+
+// Mistakes a sharded run refuses before it loads a model (exit code 2, saying the fix).
+func TestDecideRefusesShardMistakes(t *testing.T) {
+	for _, k := range []string{envSlurmID, envK8sIndex, envShardCount} {
+		t.Setenv(k, "")
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "rows.jsonl")
+	require.NoError(t, os.WriteFile(in, []byte(row("a", 2)+"\n"+row("b", 2)+"\n"), 0o644))
+	other := filepath.Join(dir, "part-0.jsonl")
+	require.NoError(t, os.WriteFile(other, []byte(`{"id":"a","line":1,"chosen":"o0"}`+"\n"), 0o644))
+	missing := filepath.Join(dir, "no-such-model.gguf")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"auto outside a scheduler", []string{"--shard", "auto"}, "no Slurm array task (SLURM_ARRAY_TASK_ID) and no Kubernetes Indexed Job (JOB_COMPLETION_INDEX)"},
+		{"{shard} without --shard", []string{"-o", filepath.Join(dir, "part-{shard}.jsonl")}, "{shard} in a file name needs --shard"},
+		{"PriDe without a prior", []string{"--shard", "0/2", "--debias", "pride"}, "needs the prior every shard shares, in --prior FILE"},
+		{"PriDe with a missing prior", []string{"--shard", "0/2", "--debias", "pride", "--prior", filepath.Join(dir, "prior.json")}, "which is missing"},
+		{"--prior-only without a file", []string{"--debias", "pride", "--prior-only"}, "give --debias pride --prior FILE"},
+		{"--prior-only per shard", []string{"--shard", "0/2", "--debias", "pride", "--prior", "p.json", "--prior-only"}, "from the whole input: drop --shard"},
+		{"resuming another shard's file", []string{"--shard", "1/2", "-o", other, "--resume"}, "it holds a record of input line 1, which is shard 0/2's, not this shard's (1/2)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := jev(t, "", append([]string{"decide", "-m", missing, "-i", in}, tc.args...)...)
+			assert.Equal(t, 2, code, stderr)
+			assert.Contains(t, stderr, tc.want)
+			assert.NotContains(t, stderr, "no-such-model", "refused before loading the model")
+		})
+	}
+}
+
+// mergeFixture writes an input of n rows and the 4 shards' parts a run of it would leave:
+// records naming their line and id, and run files naming their shard.
+func mergeFixture(t *testing.T, n int) (dir, in string, parts []string) {
+	t.Helper()
+	dir = t.TempDir()
+	var lines []string
+	for i := 1; i <= n; i++ {
+		if i == 6 {
+			lines = append(lines, `{"id": "broken", `) // no readable id: null
+			continue
+		}
+		lines = append(lines, row(fmt.Sprintf("r%d", i), 2))
+	}
+	in = filepath.Join(dir, "rows.jsonl")
+	require.NoError(t, os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	for i := range 4 {
+		var recs []string
+		for l := i + 1; l <= n; l += 4 {
+			recs = append(recs, fixtureRecord(l))
+		}
+		p := filepath.Join(dir, fmt.Sprintf("part-%d.jsonl", i))
+		require.NoError(t, os.WriteFile(p, []byte(strings.Join(recs, "")), 0o644))
+		meta := fmt.Sprintf(`{"prompt_version":"direct-options-v1","shard":"%d/4","model":{"file":"m.gguf","sha256":"abc"},"started":"2026-12-01T10:00:0%dZ","elapsed_s":10,"finished":true}`, i, i)
+		require.NoError(t, os.WriteFile(p+".run.json", []byte(meta), 0o644))
+		parts = append(parts, p)
+	}
+	return dir, in, parts
+}
+
+// fixtureRecord is the record jev decide writes for line l of mergeFixture's input.
+func fixtureRecord(l int) string {
+	if l == 6 {
+		return `{"id":null,"line":6,"error":"bad row: invalid JSON"}` + "\n"
+	}
+	chosen := "o0"
+	if l%3 == 0 {
+		chosen = "o1"
+	}
+	return fmt.Sprintf(`{"id":"r%d","prompt_version":"direct-options-v1","prompt_sha256":"h%d","n_prompt_tokens":10,"chosen":%q,"chosen_letter":"%c","probability":0.75,"options":[{"id":"o0","letter":"A","logprob":-0.3,"probability":0.75},{"id":"o1","letter":"B","logprob":-1.4,"probability":0.25}],"label":"o0","correct":%v,"backend":"in-process","renderer":"go","template_date":"2026-12-01","ms":5,"stats":{},"line":%d}`,
+		l, l, chosen, 'A'+rune(chosen[1]-'0'), chosen == "o0", l) + "\n"
+}
+
+func TestMergeJoinsThePartsInInputOrder(t *testing.T) {
+	dir, in, parts := mergeFixture(t, 13)
+	out := filepath.Join(dir, "merged.jsonl")
+	// Parts in any order; a glob is expanded by merge itself.
+	code, _, stderr := jev(t, "", "merge", "-i", in, parts[3], filepath.Join(dir, "part-[0-2].jsonl"), "-o", out)
+	require.Equal(t, 0, code, stderr)
+	var want strings.Builder
+	for l := 1; l <= 13; l++ {
+		want.WriteString(fixtureRecord(l))
+	}
+	got, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, want.String(), string(got))
+	// The summary a single run prints: 13 rows, one error, 12 labelled decisions of which the
+	// 4 at lines 3, 9, 12 (and not 6, the error) chose o1.
+	assert.Contains(t, stderr, "jev merge: 13 records from 4 parts, every input line once")
+	assert.Contains(t, stderr, "rows 13, decided 12, errors 1, accuracy 75.0% (9/12 labelled), most chosen letter A 75%")
+	meta, ok := loadRunMeta(out + ".run.json")
+	require.True(t, ok)
+	assert.Equal(t, 13, meta.Rows)
+	assert.Equal(t, 12, meta.Decided)
+	assert.Equal(t, "abc", meta.Model.SHA256)
+	assert.Empty(t, meta.Shard)
+	assert.Len(t, meta.Parts, 4)
+	assert.InDelta(t, 13.0, meta.ElapsedS, 1e-9, "wall time: from the first part's start (10:00:00) to the last one's end (10:00:03 + 10 s)")
+	assert.True(t, meta.Finished)
+	// The merged file feeds jev report.
+	code, stdout, stderr := jev(t, "", "report", out)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "75.0")
+}
+
+func TestMergeReportsWhatDoesNotAddUp(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		parts func(t *testing.T, dir string, parts []string) []string
+		want  []string
+	}{
+		{"a missing shard", func(t *testing.T, dir string, parts []string) []string {
+			return []string{parts[0], parts[1], parts[3]}
+		}, []string{"1 missing shards:", "shard 2/4: none of its 3 rows is in the parts", "run jev decide --shard 2/4"}},
+		{"missing rows of a killed shard", func(t *testing.T, dir string, parts []string) []string {
+			// Shard 1 was killed after its first record, mid-way through the second.
+			rec := fixtureRecord(2) + fixtureRecord(6)[:20]
+			require.NoError(t, os.WriteFile(parts[1], []byte(rec), 0o644))
+			return parts
+		}, []string{"2 missing rows:", "input line 6 (id null)", "input line 10 (id \"r10\")", "1 cut parts:", "part-1.jsonl ends with a cut line 2", "--resume"}},
+		{"a duplicated row", func(t *testing.T, dir string, parts []string) []string {
+			f, err := os.OpenFile(parts[2], os.O_APPEND|os.O_WRONLY, 0)
+			require.NoError(t, err)
+			_, err = f.WriteString(fixtureRecord(7))
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+			return parts
+		}, []string{"1 duplicate rows:", "input line 7 (id \"r7\"):", "part-2.jsonl line 2 and", "part-2.jsonl line 4"}},
+		{"a part given twice", func(t *testing.T, dir string, parts []string) []string {
+			return append(parts, parts[0])
+		}, []string{"4 duplicate rows:", "input line 1 (id \"r1\")"}},
+		{"a row of another input", func(t *testing.T, dir string, parts []string) []string {
+			foreign := filepath.Join(dir, "other.jsonl")
+			rec := strings.Replace(fixtureRecord(5), `"id":"r5"`, `"id":"x5"`, 1) + strings.Replace(fixtureRecord(9), `"line":9`, `"line":99`, 1)
+			require.NoError(t, os.WriteFile(foreign, []byte(rec), 0o644))
+			return append(parts, foreign)
+		}, []string{"2 foreign rows:", `other.jsonl line 1: a record of id "x5" for input line 5, which has id "r5"`, "other.jsonl line 2: a record of input line 99, but the input has 13 lines"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, in, parts := mergeFixture(t, 13)
+			out := filepath.Join(dir, "merged.jsonl")
+			args := append([]string{"merge", "-i", in, "-o", out}, tc.parts(t, dir, parts)...)
+			code, stdout, stderr := jev(t, "", args...)
+			assert.Equal(t, 1, code, stderr)
+			for _, w := range tc.want {
+				assert.Contains(t, stderr, w)
+			}
+			assert.Contains(t, stderr, "do not add up")
+			assert.Empty(t, stdout)
+			assert.NoFileExists(t, out, "nothing is written when the parts do not add up")
+		})
+	}
+	t.Run("parts of different runs", func(t *testing.T) {
+		dir, in, parts := mergeFixture(t, 13)
+		meta := `{"prompt_version":"direct-options-v1","shard":"2/4","model":{"file":"m.gguf","sha256":"def"}}`
+		require.NoError(t, os.WriteFile(parts[2]+".run.json", []byte(meta), 0o644))
+		code, _, stderr := jev(t, "", "merge", "-i", in, "-o", filepath.Join(dir, "m.jsonl"), parts[0], parts[1], parts[2], parts[3])
+		assert.Equal(t, 1, code)
+		assert.Contains(t, stderr, "part-2.jsonl were decided with different models")
+	})
+	t.Run("a results file without line numbers", func(t *testing.T) {
+		dir, in, parts := mergeFixture(t, 5)
+		old := filepath.Join(dir, "old.jsonl")
+		require.NoError(t, os.WriteFile(old, []byte(`{"id":"r1","chosen":"o0"}`+"\n"), 0o644))
+		code, _, stderr := jev(t, "", "merge", "-i", in, old, parts[1])
+		assert.Equal(t, 2, code)
+		assert.Contains(t, stderr, "old.jsonl line 1 is not a jev decide record with a line number")
+	})
+	t.Run("a glob that matches nothing", func(t *testing.T) {
+		_, in, _ := mergeFixture(t, 5)
+		code, _, stderr := jev(t, "", "merge", "-i", in, "/nonexistent/part-*.jsonl")
+		assert.Equal(t, 2, code)
+		assert.Contains(t, stderr, "matches no file")
+	})
+}
+
+// k8sJob is what the test reads of a Job manifest.
+type k8sJob struct {
+	Kind     string `yaml:"kind"`
+	Metadata struct {
+		Name   string            `yaml:"name"`
+		Labels map[string]string `yaml:"labels"`
+	} `yaml:"metadata"`
+	Spec struct {
+		CompletionMode       string `yaml:"completionMode"`
+		Completions          int    `yaml:"completions"`
+		Parallelism          int    `yaml:"parallelism"`
+		BackoffLimitPerIndex *int   `yaml:"backoffLimitPerIndex"`
+		Template             struct {
+			Spec struct {
+				RestartPolicy string `yaml:"restartPolicy"`
+				Containers    []struct {
+					Image   string   `yaml:"image"`
+					Command []string `yaml:"command"`
+					Args    []string `yaml:"args"`
+					Env     []struct {
+						Name  string `yaml:"name"`
+						Value string `yaml:"value"`
+					} `yaml:"env"`
+					VolumeMounts []struct {
+						Name      string `yaml:"name"`
+						MountPath string `yaml:"mountPath"`
+					} `yaml:"volumeMounts"`
+				} `yaml:"containers"`
+			} `yaml:"spec"`
+		} `yaml:"template"`
+	} `yaml:"spec"`
+}
+
+// readK8sJobs parses the Kubernetes example: its Jobs by their step label.
+func readK8sJobs(t *testing.T) map[string]k8sJob {
+	t.Helper()
+	f, err := os.Open(filepath.Join(testenv.RepoRoot(t), "examples/k8s/decide-indexed-job.yaml"))
+	require.NoError(t, err)
+	defer f.Close()
+	jobs := map[string]k8sJob{}
+	dec := yaml.NewDecoder(f)
+	for {
+		var j k8sJob
+		if err := dec.Decode(&j); err != nil {
+			require.ErrorContains(t, err, "EOF")
+			break
+		}
+		require.Equal(t, "Job", j.Kind)
+		jobs[j.Metadata.Labels["step"]] = j
+	}
+	return jobs
+}
+
+// argAfter returns the value after flag in args ("" when absent).
+func argAfter(args []string, flag string) string {
+	for i, a := range args {
+		if a == flag && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+// The example manifests parse, and say what a sharded run needs: N completions and
+// JEV_SHARD_COUNT = N, --shard auto, --resume, one part file per shard, a merge of those parts.
+func TestExampleManifestsParse(t *testing.T) {
+	jobs := readK8sJobs(t)
+	require.Len(t, jobs, 2, "a decide Job and a merge Job, by their step label")
+	decide, merge := jobs["decide"], jobs["merge"]
+	assert.Equal(t, "Indexed", decide.Spec.CompletionMode)
+	assert.Positive(t, decide.Spec.Completions)
+	require.NotNil(t, decide.Spec.BackoffLimitPerIndex, "a failed shard is retried")
+	assert.Equal(t, "Never", decide.Spec.Template.Spec.RestartPolicy, "backoffLimitPerIndex needs restartPolicy Never")
+	c := decide.Spec.Template.Spec.Containers[0]
+	assert.Equal(t, []string{"jev"}, c.Command)
+	assert.Equal(t, "decide", c.Args[0])
+	assert.Equal(t, "auto", argAfter(c.Args, "--shard"))
+	assert.Contains(t, c.Args, "--resume")
+	assert.Contains(t, argAfter(c.Args, "-o"), "{shard}")
+	assert.NotEmpty(t, argAfter(c.Args, "-m"), "one model")
+	count := ""
+	for _, e := range c.Env {
+		if e.Name == envShardCount {
+			count = e.Value
+		}
+	}
+	assert.Equal(t, fmt.Sprint(decide.Spec.Completions), count, "JEV_SHARD_COUNT is the completion count")
+	mc := merge.Spec.Template.Spec.Containers[0]
+	assert.Equal(t, "merge", mc.Args[0])
+	assert.Equal(t, argAfter(c.Args, "-i"), argAfter(mc.Args, "-i"), "merge checks against the rows the shards decided")
+	assert.Contains(t, mc.Args, strings.ReplaceAll(argAfter(c.Args, "-o"), "{shard}", "*"), "merge reads every part")
+	assert.Equal(t, c.Image, mc.Image)
+
+	sbatch := filepath.Join(testenv.RepoRoot(t), "examples/slurm/decide.sbatch")
+	out, err := exec.Command("bash", "-n", sbatch).CombinedOutput()
+	require.NoError(t, err, "bash -n: %s", out)
+	src, err := os.ReadFile(sbatch)
+	require.NoError(t, err)
+	for _, want := range []string{"#SBATCH --array=0-", "#SBATCH --requeue", "--shard auto --resume", "part-{shard}.jsonl", "afterok:$SLURM_ARRAY_JOB_ID", "merge -i"} {
+		assert.Contains(t, string(src), want)
+	}
+}
