@@ -48,18 +48,9 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	stringFlag(fs, &in, "i,input", "", "the rows `file` the shards decided (JSONL; required)")
 	stringFlag(fs, &out, "o,output", "", "merged results `file` (JSONL; default stdout), written only when complete; a run file <file>.run.json goes beside it")
 	boolFlag(fs, &quiet, "q,quiet", "no summary, no warnings (problems are still reported)")
-	// Flags may follow the parts: parse, take the parts, parse the rest.
-	var parts []string
-	rest := args
-	for {
-		if err := parseFlagsLoose(fs, rest, stderr, mergeSynopsis); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		parts = append(parts, fs.Arg(0))
-		rest = fs.Args()[1:]
+	parts, err := parseInterleaved(fs, args, stderr, mergeSynopsis)
+	if err != nil {
+		return err
 	}
 	if in == "" {
 		return usageError{errors.New("-i rows.jsonl: name the input the shards decided (jev merge -h explains)")}
@@ -67,7 +58,7 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if len(parts) == 0 {
 		return usageError{errors.New("name the shards' results files (e.g. out/part-*.jsonl)")}
 	}
-	parts, err := expandParts(parts)
+	parts, err = expandParts(parts)
 	if err != nil {
 		return usageError{err}
 	}

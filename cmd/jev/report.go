@@ -33,18 +33,9 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	var htmlPath, jsonPath string
 	stringFlag(fs, &htmlPath, "html", "", "write a self-contained HTML report with the plots to `file`")
 	stringFlag(fs, &jsonPath, "json", "", "write the figures as JSON to `file` (- for stdout)")
-	// Flags may follow the files: parse, take the files, parse the rest.
-	var files []string
-	rest := args
-	for {
-		if err := parseFlagsLoose(fs, rest, stderr, reportSynopsis); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		files = append(files, fs.Arg(0))
-		rest = fs.Args()[1:]
+	files, err := parseInterleaved(fs, args, stderr, reportSynopsis)
+	if err != nil {
+		return err
 	}
 	if len(files) == 0 {
 		return usageError{errors.New("name at least one results file (jev decide -o FILE); jev report -h explains")}
@@ -96,6 +87,22 @@ func writeFile(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// parseInterleaved parses args into fs, flags and positional arguments in any order, and
+// returns the positional ones in order; -h prints the usage and returns errHelp.
+func parseInterleaved(fs *flag.FlagSet, args []string, stderr io.Writer, synopsis string) ([]string, error) {
+	var pos []string
+	for {
+		if err := parseFlagsLoose(fs, args, stderr, synopsis); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }
 
 // parseFlagsLoose parses args into fs and leaves positional arguments to the caller; -h prints
