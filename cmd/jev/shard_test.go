@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/internal/testenv"
 )
 
@@ -375,4 +379,39 @@ func TestExampleManifestsParse(t *testing.T) {
 	for _, want := range []string{"#SBATCH --array=0-", "#SBATCH --requeue", "--shard auto --resume", "part-{shard}.jsonl", "afterok:$SLURM_ARRAY_JOB_ID", "merge -i"} {
 		assert.Contains(t, string(src), want)
 	}
+}
+
+// fakeRows decides every row by choosing its first option, without a model.
+type fakeRows struct{}
+
+func (fakeRows) decide(_ context.Context, row contract.Row, _ int) (any, *decided, error) {
+	res := &gojev.Result{ID: row.IDJSON(), PromptVersion: contract.PromptVersion, Chosen: row.Options[0].ID}
+	return res, resultDecided(res), nil
+}
+
+// decideStream writes the records of its shard's lines only, each naming its line, and stops
+// when resuming finds a record of another row.
+func TestDecideStreamDecidesItsShard(t *testing.T) {
+	var in strings.Builder
+	for i := 1; i <= 7; i++ {
+		if i == 5 {
+			in.WriteString("{\"id\": \n") // unreadable: still shard 1's line 5
+			continue
+		}
+		in.WriteString(row(fmt.Sprintf("r%d", i), 2) + "\n")
+	}
+	var out bytes.Buffer
+	sum := summary{part: shard{1, 3}}
+	err := decideStream(context.Background(), fakeRows{}, strings.NewReader(in.String()), &out, newLineEncoder().encode, &sum, shard{1, 3}, nil, func() {}, 4)
+	require.NoError(t, err)
+	assert.Equal(t, `{"id":"r2","prompt_version":"direct-options-v1","n_prompt_tokens":0,"chosen":"o0","probability":0,"backend":"","renderer":"","template_date":"","ms":0,"stats":{"prompt_tokens":0,"decoded_tokens":0,"queue_ms":0},"line":2}`+"\n"+
+		`{"id":null,"line":5,"error":"bad row: invalid JSON at byte 6: unexpected end of input, expecting a value: invalid JSON"}`+"\n", out.String())
+	assert.Equal(t, 2, sum.rows)
+	assert.Equal(t, 1, sum.errors)
+
+	set := &resumeSet{byLine: map[int]string{2: "sr2", 5: "sr9"}, byID: map[string]int{}}
+	out.Reset()
+	err = decideStream(context.Background(), fakeRows{}, strings.NewReader(in.String()), &out, newLineEncoder().encode, &summary{}, shard{1, 3}, set.skip, func() {}, 4)
+	require.ErrorIs(t, err, errNotThisInput)
+	assert.Empty(t, out.String(), "line 2 was done; line 5's record names another row: nothing written")
 }
