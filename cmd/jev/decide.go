@@ -141,6 +141,20 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	var w io.Writer
 	var closeOut func() error
 	var skip func(line []byte, lineNo int) (bool, error)
+	// A resumed run reads the run file of the run it continues: a PriDe run reuses its prior,
+	// so every row of the output is debiased with the same prior, and a shard must be the one
+	// that wrote the file.
+	metaPath := ""
+	var prev *runMeta
+	if out != "" && out != "-" {
+		metaPath = runMetaPath(out)
+		if resume {
+			prev, _ = loadRunMeta(metaPath)
+		}
+	}
+	if prev != nil && prev.Shard != runFileShard(part) {
+		return usageError{fmt.Errorf("--resume %s: its run file says it holds %s, and this run is %s: give the same --shard as the run that wrote it", out, shardWords(prev.Shard), shardWords(runFileShard(part)))}
+	}
 	switch {
 	case bf.priorOnly:
 		w, closeOut = io.Discard, func() error { return nil }
@@ -169,16 +183,6 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}()
 
 	start := time.Now() // the run's wall time counts PriDe's estimation
-	// A resumed PriDe run reuses the prior its run file recorded, so every row of the output
-	// is debiased with the same prior.
-	metaPath := ""
-	var prev *runMeta
-	if out != "" && out != "-" {
-		metaPath = runMetaPath(out)
-		if resume {
-			prev, _ = loadRunMeta(metaPath)
-		}
-	}
 	var prior *debias.Prior
 	if method == debias.PriDe && prev != nil && prev.Prior != nil && bf.priorFile == "" {
 		prior = prev.Prior
@@ -192,9 +196,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 
 	meta := &runMeta{Jev: jevVersion(), LlamaCpp: llamaVersion(), Args: args, Input: in, PromptVersion: c.String(), Debias: method,
 		NThreads: mf.threads, Started: time.Now().UTC(), Backend: dec.Check().Backend}
-	if !part.all() {
-		meta.Shard = part.String()
-	}
+	meta.Shard = runFileShard(part)
 	if ip, ok := dec.Runtime().(*backend.InProcess); ok {
 		if metaPath != "" || method == debias.PriDe {
 			name, _, _ := ip.Model().Meta("general.name")
@@ -662,20 +664,43 @@ func openInput(path string, stdin io.Reader) (io.Reader, func(), error) {
 	return f, func() { _ = f.Close() }, nil
 }
 
-// openOutput opens the results file (creating its folder); it is synced to disk about once a second while written
+// openOutput opens the results file (creating its folder, locked against a second writer); it is synced to disk about once a second while written
 // (see syncingWriter) and on closing.
 func openOutput(path string, stdout io.Writer) (io.Writer, func() error, error) {
 	if path == "" || path == "-" {
 		return stdout, func() error { return nil }, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, nil, usageError{err}
-	}
-	f, err := os.Create(path)
+	f, err := openLocked(path)
 	if err != nil {
-		return nil, nil, usageError{err}
+		return nil, nil, err
+	}
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		if err := f.Truncate(0); err != nil {
+			_ = f.Close()
+			return nil, nil, err
+		}
 	}
 	return &syncingWriter{f: f, interval: time.Second, last: time.Now()}, func() error { return closeSynced(f) }, nil
+}
+
+// errOutputBusy: another process holds the results file (two runs, or two shards, on one -o).
+var errOutputBusy = errors.New("another process is writing this file (another jev decide on the same -o?)")
+
+// openLocked opens a results file for writing, creating it and its folder, and locks it
+// (lockFile) so that no two runs write one file; it does not truncate it.
+func openLocked(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, usageError{err}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if err := lockFile(f); err != nil {
+		_ = f.Close()
+		return nil, usageError{fmt.Errorf("%s: %w", path, err)}
+	}
+	return f, nil
 }
 
 // countLines counts the lines of a regular file (newlines, plus a last line without one) and

@@ -9,7 +9,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,12 +99,9 @@ func (s *resumeSet) lines() []int {
 // newline is cut off; any other line that is not a JSON record is an error (the file is not
 // jev decide output, and appending to it would mix two things).
 func openResume(path string) (*os.File, *resumeSet, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, nil, usageError{fmt.Errorf("--resume: %w", err)}
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := openLocked(path)
 	if err != nil {
-		return nil, nil, usageError{fmt.Errorf("--resume: %w", err)}
+		return nil, nil, fmt.Errorf("--resume: %w", err)
 	}
 	set, end, err := readRecords(f)
 	if err == nil {

@@ -42,6 +42,22 @@ func (s shard) size(lines int) int {
 	return (lines-s.I-1)/s.N + 1
 }
 
+// runFileShard is the shard as a run file records it: "I/N", or "" for the whole input.
+func runFileShard(s shard) string {
+	if s.all() {
+		return ""
+	}
+	return s.String()
+}
+
+// shardWords names a run file's shard for a message.
+func shardWords(s string) string {
+	if s == "" {
+		return "the whole input (no --shard)"
+	}
+	return "shard " + s
+}
+
 // The environment variables --shard auto reads.
 const (
 	envSlurmID    = "SLURM_ARRAY_TASK_ID"

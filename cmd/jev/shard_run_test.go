@@ -184,8 +184,9 @@ func TestShardedPriDeSharesOnePrior(t *testing.T) {
 }
 
 // The example manifests do what they say when their commands run as the scheduler would run
-// them: the sbatch script as 4 array tasks (with a stand-in sbatch that records the merge
-// job), and the Kubernetes Jobs' containers as 4 completion indexes and the merge.
+// them: the sbatch script submitting itself and its merge (to a stand-in sbatch), then as 4
+// array tasks and the merge job; the Kubernetes Jobs' containers as 4 completion indexes and
+// the merge.
 func TestExampleManifestsRun(t *testing.T) {
 	bin := buildJev(t)
 	root := testenv.RepoRoot(t)
@@ -196,34 +197,50 @@ func TestExampleManifestsRun(t *testing.T) {
 
 	t.Run("slurm", func(t *testing.T) {
 		dir := t.TempDir()
+		script := filepath.Join(root, "examples", "slurm", "decide.sbatch")
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "rows.jsonl"), rows, 0o644))
 		fake := filepath.Join(dir, "fakebin")
 		require.NoError(t, os.MkdirAll(fake, 0o755))
 		submitted := filepath.Join(dir, "submitted")
-		// The stand-in sbatch records its arguments, one a line, and a blank line after them.
-		require.NoError(t, os.WriteFile(filepath.Join(fake, "sbatch"),
-			[]byte("#!/usr/bin/env bash\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> "+submitted+"\necho >> "+submitted+"\necho 'Submitted batch job 4243'\n"), 0o755))
+		// The stand-in sbatch records its arguments, one a line, and a blank line after them,
+		// and answers --parsable with job ids 4242, 4243, ...
+		require.NoError(t, os.WriteFile(filepath.Join(fake, "sbatch"), []byte(`#!/usr/bin/env bash
+for a in "$@"; do printf '%s\n' "$a"; done >> `+submitted+`
+echo >> `+submitted+`
+echo $((4242 + $(grep -c '^$' `+submitted+`) - 1))
+`), 0o755))
+		base := append(os.Environ(), "PATH="+fake+":"+os.Getenv("PATH"), "JEV="+bin, "MODEL="+model, "ROWS=rows.jsonl", "OUT=out",
+			envSlurmID+"=", envK8sIndex+"=", envShardCount+"=")
+		// Submit mode, on the login node: the array, then the merge depending on it.
+		cmd := exec.Command("bash", script, "--array=0-3")
+		cmd.Dir, cmd.Env = dir, base
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "submitting: %s", out)
+		assert.Contains(t, string(out), "submitted the array job 4242 (one task a shard) and the merge job 4243")
+		data, err := os.ReadFile(submitted)
+		require.NoError(t, err)
+		jobs := strings.Split(strings.TrimSuffix(string(data), "\n\n"), "\n\n")
+		require.Len(t, jobs, 2, "the array job and the merge job")
+		array, merge := strings.Split(jobs[0], "\n"), strings.Split(jobs[1], "\n")
+		assert.Equal(t, script, array[len(array)-1], "the array job is the script itself")
+		assert.Contains(t, array, "--array=0-3")
+		assert.Contains(t, merge, "--dependency=afterok:4242")
+		// The array tasks, as Slurm runs them (with the environment it sets).
 		for i := range 4 {
-			cmd := exec.Command("bash", filepath.Join(root, "examples", "slurm", "decide.sbatch"))
+			cmd := exec.Command("bash", script)
 			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "PATH="+fake+":"+os.Getenv("PATH"), "JEV="+bin, "MODEL="+model, "ROWS=rows.jsonl", "OUT=out",
-				envK8sIndex+"=", envShardCount+"=", "SLURM_ARRAY_JOB_ID=4242", "SLURM_CPUS_PER_TASK=1",
+			cmd.Env = append(base, "SLURM_ARRAY_JOB_ID=4242", "SLURM_CPUS_PER_TASK=1",
 				envSlurmID+"="+fmt.Sprint(i), envSlurmMin+"=0", envSlurmMax+"=3", envSlurmCount+"=4")
 			out, err := cmd.CombinedOutput()
 			require.NoError(t, err, "array task %d: %s", i, out)
 			assert.Contains(t, string(out), fmt.Sprintf("shard %d/4: rows %d,", i, shard{i, 4}.size(nRows)))
 		}
-		data, err := os.ReadFile(submitted)
-		require.NoError(t, err)
-		jobs := strings.Split(strings.TrimSuffix(string(data), "\n\n"), "\n\n")
-		require.Len(t, jobs, 1, "one merge job, submitted by the first task")
-		args := strings.Split(jobs[0], "\n")
-		assert.Contains(t, args, "--dependency=afterok:4242")
-		wrap := argAfter(args, "--wrap")
+		// The merge job: sbatch --wrap runs its command with sh.
+		wrap := argAfter(merge, "--wrap")
 		require.NotEmpty(t, wrap)
-		cmd := exec.Command("bash", "-c", wrap)
+		cmd = exec.Command("sh", "-c", wrap)
 		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
+		out, err = cmd.CombinedOutput()
 		require.NoError(t, err, "the merge job: %s", out)
 		assert.Contains(t, string(out), fmt.Sprintf("%d records from 4 parts, every input line once", nRows))
 		assert.Len(t, decisionFields(t, filepath.Join(dir, "out", "merged.jsonl")), nRows)

@@ -111,6 +111,17 @@ func TestDecideRefusesShardMistakes(t *testing.T) {
 	other := filepath.Join(dir, "part-0.jsonl")
 	require.NoError(t, os.WriteFile(other, []byte(`{"id":"a","line":1,"chosen":"o0"}`+"\n"), 0o644))
 	missing := filepath.Join(dir, "no-such-model.gguf")
+	// A part that a run of the whole input (shard 0/1, say by `sbatch --array=2`) wrote.
+	rerun := filepath.Join(dir, "part-2.jsonl")
+	require.NoError(t, os.WriteFile(rerun, nil, 0o644))
+	require.NoError(t, os.WriteFile(rerun+".run.json", []byte(`{"shard":"0/1"}`), 0o644))
+	// A results file another process is writing.
+	busy := filepath.Join(dir, "busy.jsonl")
+	held, err := openLocked(busy)
+	require.NoError(t, err)
+	defer held.Close()
+	_, err = held.WriteString("{\"id\":\"a\",\"line\":1}\n")
+	require.NoError(t, err)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -123,6 +134,9 @@ func TestDecideRefusesShardMistakes(t *testing.T) {
 		{"--prior-only without a file", []string{"--debias", "pride", "--prior-only"}, "give --debias pride --prior FILE"},
 		{"--prior-only per shard", []string{"--shard", "0/2", "--debias", "pride", "--prior", "p.json", "--prior-only"}, "from the whole input: drop --shard"},
 		{"resuming another shard's file", []string{"--shard", "1/2", "-o", other, "--resume"}, "it holds a record of input line 1, which is shard 0/2's, not this shard's (1/2)"},
+		{"resuming a file another shard count wrote", []string{"--shard", "2/4", "-o", rerun, "--resume"}, "its run file says it holds shard 0/1, and this run is shard 2/4"},
+		{"a file another run is writing", []string{"--shard", "1/2", "-o", busy}, "another process is writing this file"},
+		{"resuming a file another run is writing", []string{"-o", busy, "--resume"}, "another process is writing this file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := jev(t, "", append([]string{"decide", "-m", missing, "-i", in}, tc.args...)...)
@@ -131,6 +145,9 @@ func TestDecideRefusesShardMistakes(t *testing.T) {
 			assert.NotContains(t, stderr, "no-such-model", "refused before loading the model")
 		})
 	}
+	data, err := os.ReadFile(busy)
+	require.NoError(t, err)
+	assert.Equal(t, "{\"id\":\"a\",\"line\":1}\n", string(data), "a refused run leaves the other run's file as it was")
 }
 
 // mergeFixture writes an input of n rows and the 4 shards' parts a run of it would leave:
@@ -376,7 +393,7 @@ func TestExampleManifestsParse(t *testing.T) {
 	require.NoError(t, err, "bash -n: %s", out)
 	src, err := os.ReadFile(sbatch)
 	require.NoError(t, err)
-	for _, want := range []string{"#SBATCH --array=0-", "#SBATCH --requeue", "--shard auto --resume", "part-{shard}.jsonl", "afterok:$SLURM_ARRAY_JOB_ID", "merge -i"} {
+	for _, want := range []string{"#SBATCH --array=0-", "#SBATCH --requeue", "--shard auto --resume", "part-{shard}.jsonl", `--dependency="afterok:$jid"`, "merge -i"} {
 		assert.Contains(t, string(src), want)
 	}
 }
