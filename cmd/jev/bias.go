@@ -90,7 +90,11 @@ func (b *biasFlags) checkShard(m debias.Method, part shard, out string, resume b
 	if part.all() || m != debias.PriDe {
 		return nil
 	}
-	const how = "estimate it once from the whole input with\n  jev decide --debias pride --prior FILE --prior-only -i ROWS\nthen give every shard --prior FILE"
+	file := b.priorFile
+	if file == "" {
+		file = "FILE"
+	}
+	how := "estimate it once from the whole input with\n  jev decide --debias pride --prior " + file + " --prior-only -i ROWS\nthen give every shard --prior " + file
 	if b.priorFile == "" {
 		return usageError{errors.New("--shard with --debias pride needs the prior every shard shares, in --prior FILE (a shard must not estimate a prior of its own): " + how)}
 	}

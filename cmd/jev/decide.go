@@ -48,10 +48,11 @@ appends the records of the rest, so that each input line ends up with exactly on
 
 Every record carries its input line number ("line"). --shard I/N decides only shard I of N
 (I from 0): the lines L with (L-1) mod N = I, so N runs partition the file whatever it holds;
---shard auto takes I and N from a Slurm array task (SLURM_ARRAY_TASK_ID - _MIN, _COUNT) or a
-Kubernetes Indexed Job (JOB_COMPLETION_INDEX, and JEV_SHARD_COUNT set to its completions), and
-fails outside one. {shard} in -o becomes I; --resume continues a shard's own file; jev merge
-joins the parts in input order and checks that every line is there once:
+--shard auto takes I and N from a Slurm array task (SLURM_ARRAY_TASK_ID - _MIN, _COUNT; _MAX
+to refuse a stepped array) or a Kubernetes Indexed Job (JOB_COMPLETION_INDEX, and
+JEV_SHARD_COUNT set to its completions), and fails outside one. {shard} in -o becomes I;
+--resume continues a shard's own file (refusing a file another shard, model or bias control
+wrote); jev merge joins the parts in input order and checks that every line is there once:
   jev decide --shard auto --resume -i rows.jsonl -o 'out/part-{shard}.jsonl'
   jev merge -i rows.jsonl 'out/part-*.jsonl' -o merged.jsonl
 With --debias pride every shard reads one --prior FILE, estimated beforehand with --prior-only.
@@ -141,6 +142,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	var w io.Writer
 	var closeOut func() error
 	var skip func(line []byte, lineNo int) (bool, error)
+	var done *resumeSet // what a resumed run's file holds
 	// A resumed run reads the run file of the run it continues: a PriDe run reuses its prior,
 	// so every row of the output is debiased with the same prior, and a shard must be the one
 	// that wrote the file.
@@ -159,8 +161,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	case bf.priorOnly:
 		w, closeOut = io.Discard, func() error { return nil }
 	case resume:
-		var done *resumeSet
-		if w, closeOut, done, err = openResumeOutput(out, stderr, quiet); err != nil {
+		if w, closeOut, done, err = openResumeOutput(out); err != nil {
 			return err
 		}
 		for _, l := range done.lines() {
@@ -243,6 +244,15 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if bf.priorOnly {
 			return nil
 		}
+	}
+	if prev != nil {
+		// The records kept and those to come must be decided alike.
+		if what := metaDisagrees(prev, meta); what != "" {
+			return usageError{fmt.Errorf("--resume %s: this run has different %s than the run that wrote it (its run file %s): resume with the same model and flags, or start a new -o", out, what, metaPath)}
+		}
+	}
+	if done != nil && !quiet {
+		done.report(stderr, out)
 	}
 	if metaPath != "" {
 		if err := meta.save(metaPath); err != nil {
@@ -545,6 +555,7 @@ type summary struct {
 	letters               map[string]int // chosen letters of direct decisions with 2+ options
 	lettered              int
 	warn                  io.Writer // where the letter-skew warning goes (nil: nowhere)
+	cmd                   string    // the command the warning names (default "jev decide")
 	warned                bool
 }
 
@@ -586,14 +597,18 @@ func (s *summary) checkSkew() {
 		return
 	}
 	s.warned = true
-	remedy := "--debias pride (label-free position-bias control, about 1.35x the time) or --permute cyclic (k x the time)"
+	remedy := "--debias pride (label-free position-bias control, about 1.25x the time) or --permute cyclic (k x the time)"
 	if s.debiased {
 		remedy = "--permute cyclic, or a larger model"
 	} else {
 		remedy += ", or a larger model"
 	}
-	fmt.Fprintf(s.warn, "jev decide: warning: %d of the first %d choices (%.0f%%) are letter %s: the model is choosing a position, not an option. Try %s.\n",
-		n, s.lettered, 100*float64(n)/float64(s.lettered), letter, remedy)
+	cmd := s.cmd
+	if cmd == "" {
+		cmd = "jev decide"
+	}
+	fmt.Fprintf(s.warn, "%s: warning: %d of the first %d choices (%.0f%%) are letter %s: the model is choosing a position, not an option. Try %s.\n",
+		cmd, n, s.lettered, 100*float64(n)/float64(s.lettered), letter, remedy)
 }
 
 // topLetter returns the most chosen letter (the earliest on a tie) and its count.

@@ -16,8 +16,27 @@ func lockFile(f *os.File) error {
 	if errors.Is(err, syscall.EWOULDBLOCK) {
 		return errOutputBusy
 	}
-	if errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOLCK) {
-		return nil // a file system without locks: go on unlocked
+	if unsupported(err) {
+		return nil // a file system without locks (Lustre mounted without flock): go on unlocked
 	}
 	return err
+}
+
+// heldByOther reports whether another process holds lockFile's lock on f's file (a jev
+// decide still writing it).
+func heldByOther(f *os.File) bool {
+	err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+	if err == nil {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	}
+	return errors.Is(err, syscall.EWOULDBLOCK)
+}
+
+func unsupported(err error) bool {
+	for _, e := range []syscall.Errno{syscall.ENOTSUP, syscall.EINVAL, syscall.ENOLCK, syscall.ENOSYS} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }

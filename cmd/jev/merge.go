@@ -76,13 +76,16 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if m.checkRunFiles(metas) && !quiet {
+		fmt.Fprintln(stderr, "jev merge: no part has a run file (<part>.run.json): the parts' models and flags cannot be checked")
+	}
 	m.checkMissing(metas)
 	if len(m.problems) > 0 {
 		m.printProblems(stderr, in)
 		return errMergeProblems
 	}
 
-	sum := summary{}
+	sum := summary{cmd: "jev merge"}
 	if !quiet {
 		sum.warn = stderr
 	}
@@ -108,7 +111,7 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	if !quiet {
-		fmt.Fprintf(stderr, "jev merge: %d records from %d parts, every input line once", sum.rows, len(parts))
+		fmt.Fprintf(stderr, "jev merge: %s from %s, every input line once", plural(sum.rows, "record"), plural(len(parts), "part"))
 		if out != "" && out != "-" {
 			fmt.Fprintf(stderr, ", written to %s", out)
 		}
@@ -191,6 +194,9 @@ func (m *merger) readPart(i int, path string) error {
 		return usageError{err}
 	}
 	defer f.Close()
+	if heldByOther(f) {
+		m.problems = append(m.problems, mergeProblem{"busy", 0, fmt.Sprintf("%s is still being written (a jev decide holds it): merge when its shard has ended", path)})
+	}
 	br := bufio.NewReaderSize(f, 1<<20)
 	var off int64
 	for n := 1; ; n++ {
@@ -252,14 +258,37 @@ func parseRecordHead(line []byte) (recordHead, bool) {
 	return recordHead{line: rec.Line, key: rowKey(id, rec.Line)}, true
 }
 
+// checkRunFiles records the parts without a run file when other parts have one (their
+// model and flags cannot be checked against the others'), and reports whether no part has one.
+func (m *merger) checkRunFiles(metas []*runMeta) (none bool) {
+	var without []string
+	for i, meta := range metas {
+		if meta == nil {
+			without = append(without, m.parts[i])
+		}
+	}
+	if len(without) == len(metas) {
+		return true
+	}
+	for _, p := range without {
+		m.problems = append(m.problems, mergeProblem{"norun", 0, fmt.Sprintf("%s has no run file (%s), unlike the other parts: it cannot be checked to be decided like them", p, runMetaPath(p))})
+	}
+	return false
+}
+
 // checkMissing records the input lines without a record. When the parts' run files name
-// their shards of one N, a shard none of whose lines arrived is named as such.
+// their shards of one N, a shard none of whose lines arrived is named as such, and so is a
+// shard whose part lacks rows and whose run file says the run did not finish.
 func (m *merger) checkMissing(metas []*runMeta) {
 	n := 0
-	for _, meta := range metas {
+	unfinished := map[int]string{} // shard → its part, when its run file says it did not finish
+	for i, meta := range metas {
 		if meta != nil && meta.Shard != "" {
 			if s, err := parseShard(meta.Shard, nil); err == nil {
 				n = s.N
+				if !meta.Finished {
+					unfinished[s.I] = m.parts[i]
+				}
 			}
 		}
 	}
@@ -276,10 +305,15 @@ func (m *merger) checkMissing(metas []*runMeta) {
 		}
 		for i := range n {
 			s := shard{i, n}
-			if size := s.size(len(m.keys) - 1); size > 0 && byShard[i] == size {
+			size := s.size(len(m.keys) - 1)
+			switch {
+			case size > 0 && byShard[i] == size:
 				m.problems = append(m.problems, mergeProblem{"shard", 0,
 					fmt.Sprintf("shard %s: none of its %d rows is in the parts: its file is missing (or empty); run jev decide --shard %s", s, size, s)})
 				missing = slices.DeleteFunc(missing, func(l int) bool { return shardOf(l, n) == i })
+			case byShard[i] > 0 && unfinished[i] != "":
+				m.problems = append(m.problems, mergeProblem{"shard", 0,
+					fmt.Sprintf("shard %s: %d of its %d rows are missing, and the run file of %s says its run did not finish (killed?): rerun it with jev decide --shard %s --resume", s, byShard[i], size, unfinished[i], s)})
 			}
 		}
 	}
@@ -291,10 +325,10 @@ func (m *merger) checkMissing(metas []*runMeta) {
 // printProblems reports what keeps the parts from adding up, a few lines per kind.
 func (m *merger) printProblems(w io.Writer, in string) {
 	const show = 5
-	fmt.Fprintf(w, "jev merge: the %d parts do not add up to %s (%d lines):\n", len(m.parts), in, len(m.keys)-1)
+	fmt.Fprintf(w, "jev merge: the %s do not add up to %s (%s):\n", plural(len(m.parts), "part"), in, plural(len(m.keys)-1, "line"))
 	for _, kind := range []struct{ kind, title string }{
-		{"shard", "missing shards"}, {"missing", "missing rows"}, {"duplicate", "duplicate rows"},
-		{"foreign", "foreign rows"}, {"cut", "cut parts"},
+		{"busy", "part still being written"}, {"shard", "shard incomplete"}, {"missing", "missing row"},
+		{"duplicate", "duplicate row"}, {"foreign", "foreign row"}, {"cut", "cut part"}, {"norun", "part without a run file"},
 	} {
 		var ps []mergeProblem
 		for _, p := range m.problems {
@@ -305,7 +339,7 @@ func (m *merger) printProblems(w io.Writer, in string) {
 		if len(ps) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "  %d %s:\n", len(ps), kind.title)
+		fmt.Fprintf(w, "  %s:\n", pluralPhrase(len(ps), kind.title))
 		for _, p := range ps[:min(show, len(ps))] {
 			fmt.Fprintf(w, "    %s\n", p.detail)
 		}
@@ -313,6 +347,22 @@ func (m *merger) printProblems(w io.Writer, in string) {
 			fmt.Fprintf(w, "    ... and %d more\n", len(ps)-show)
 		}
 	}
+}
+
+// pluralPhrase writes "1 missing row", "2 missing rows", "2 parts still being written": the
+// first word ending in "row", "part" or "shard" takes the plural.
+func pluralPhrase(n int, phrase string) string {
+	if n != 1 {
+		words := strings.Fields(phrase)
+		for i, w := range words {
+			if w == "row" || w == "part" || w == "shard" {
+				words[i] += "s"
+				break
+			}
+		}
+		phrase = strings.Join(words, " ")
+	}
+	return fmt.Sprintf("%d %s", n, phrase)
 }
 
 // write copies each input line's record, in input order, to w, counting them into sum.

@@ -204,9 +204,8 @@ func closeSynced(f *os.File) error {
 	return f.Close()
 }
 
-// openResumeOutput opens the -o file of a resumed run (see openResume) and says on stderr
-// what it kept.
-func openResumeOutput(path string, stderr io.Writer, quiet bool) (io.Writer, func() error, *resumeSet, error) {
+// openResumeOutput opens the -o file of a resumed run (see openResume).
+func openResumeOutput(path string) (io.Writer, func() error, *resumeSet, error) {
 	if path == "" || path == "-" {
 		return nil, nil, nil, usageError{errors.New("--resume needs the results file of the run to continue: -o FILE")}
 	}
@@ -214,12 +213,26 @@ func openResumeOutput(path string, stderr io.Writer, quiet bool) (io.Writer, fun
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if !quiet {
-		fmt.Fprintf(stderr, "jev decide: resuming into %s: %d records kept", path, set.Records)
-		if set.Dropped > 0 {
-			fmt.Fprintf(stderr, ", a cut last line of %d bytes dropped", set.Dropped)
-		}
-		fmt.Fprintln(stderr)
-	}
 	return &syncingWriter{f: f, interval: time.Second, last: time.Now()}, func() error { return closeSynced(f) }, set, nil
+}
+
+// report says on w what a resumed run kept of its file (nothing when the file was empty: a
+// first run).
+func (s *resumeSet) report(w io.Writer, path string) {
+	if s.Records == 0 && s.Dropped == 0 {
+		return
+	}
+	fmt.Fprintf(w, "jev decide: resuming into %s: %s kept", path, plural(s.Records, "record"))
+	if s.Dropped > 0 {
+		fmt.Fprintf(w, ", a cut last line of %d bytes dropped", s.Dropped)
+	}
+	fmt.Fprintln(w)
+}
+
+// plural writes "1 record", "2 records".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

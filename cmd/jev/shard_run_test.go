@@ -98,7 +98,7 @@ func TestShardedRunMatchesTheSingleRun(t *testing.T) {
 	glob := filepath.Join(dir, "out", "part-*.jsonl")
 	code, _, mergeErr := jev(t, "", "merge", "-i", in, "-o", merged, glob)
 	assert.Equal(t, 1, code, "the killed shard's rows are missing")
-	assert.Contains(t, mergeErr, fmt.Sprintf("%d missing rows:", 30-kept))
+	assert.Contains(t, mergeErr, pluralPhrase(30-kept, "missing row")+":")
 	assert.NoFileExists(t, merged)
 
 	retry, retryErr := jevCmd(bin, append(noScheduler, envK8sIndex+"=2", envShardCount+"=4"), append(shardArgs("auto"), "--resume")...)
@@ -135,6 +135,37 @@ func summaryHead(t *testing.T, stderr string) string {
 	}
 	t.Fatalf("no summary in %q", stderr)
 	return ""
+}
+
+// --resume refuses to append to a file that another model or other bias control wrote.
+func TestResumeRefusesAnotherRunsFile(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "rows.jsonl")
+	require.NoError(t, os.WriteFile(in, []byte(row("a", 2)+"\n"+row("b", 3)+"\n"), 0o644))
+	out := filepath.Join(dir, "out.jsonl")
+	args := append(append([]string{"decide"}, modelArgs(t)...), "-i", in, "-o", out)
+	code, _, stderr := jev(t, "", args...)
+	require.Equal(t, 0, code, stderr)
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	first := strings.SplitAfter(string(data), "\n")[0]
+	require.NoError(t, os.WriteFile(out, []byte(first), 0o644)) // as if killed after one row
+
+	code, _, stderr = jev(t, "", append(args, "--resume", "--permute", "cyclic")...)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "this run has different bias control (--debias, --permute) than the run that wrote it")
+	assert.NotContains(t, stderr, "records kept", "refused before saying it resumes")
+
+	meta, ok := loadRunMeta(out + ".run.json")
+	require.True(t, ok)
+	meta.Model.SHA256 = strings.Repeat("0", 64)
+	require.NoError(t, meta.save(out+".run.json"))
+	code, _, stderr = jev(t, "", append(args, "--resume")...)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "this run has different models than the run that wrote it")
+	after, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, first, string(after), "a refused resume appends nothing")
 }
 
 // A sharded PriDe run: the prior is estimated once (--prior-only) and every shard reads it;

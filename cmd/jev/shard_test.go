@@ -232,13 +232,25 @@ func TestMergeReportsWhatDoesNotAddUp(t *testing.T) {
 	}{
 		{"a missing shard", func(t *testing.T, dir string, parts []string) []string {
 			return []string{parts[0], parts[1], parts[3]}
-		}, []string{"1 missing shards:", "shard 2/4: none of its 3 rows is in the parts", "run jev decide --shard 2/4"}},
+		}, []string{"1 shard incomplete:", "shard 2/4: none of its 3 rows is in the parts", "run jev decide --shard 2/4"}},
 		{"missing rows of a killed shard", func(t *testing.T, dir string, parts []string) []string {
 			// Shard 1 was killed after its first record, mid-way through the second.
 			rec := fixtureRecord(2) + fixtureRecord(6)[:20]
 			require.NoError(t, os.WriteFile(parts[1], []byte(rec), 0o644))
+			require.NoError(t, os.WriteFile(parts[1]+".run.json", []byte(`{"prompt_version":"direct-options-v1","shard":"1/4","model":{"file":"m.gguf","sha256":"abc"},"finished":false}`), 0o644))
 			return parts
-		}, []string{"2 missing rows:", "input line 6 (id null)", "input line 10 (id \"r10\")", "1 cut parts:", "part-1.jsonl ends with a cut line 2", "--resume"}},
+		}, []string{"2 missing rows:", "input line 6 (id null)", "input line 10 (id \"r10\")", "1 cut part:", "part-1.jsonl ends with a cut line 2", "--resume",
+			"shard 1/4: 2 of its 3 rows are missing, and the run file of", "says its run did not finish (killed?): rerun it with jev decide --shard 1/4 --resume"}},
+		{"a part still being written", func(t *testing.T, dir string, parts []string) []string {
+			f, err := openLocked(parts[3])
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = f.Close() })
+			return parts
+		}, []string{"1 part still being written:", "part-3.jsonl is still being written (a jev decide holds it)"}},
+		{"a part without its run file", func(t *testing.T, dir string, parts []string) []string {
+			require.NoError(t, os.Remove(parts[2]+".run.json"))
+			return parts
+		}, []string{"1 part without a run file:", "part-2.jsonl has no run file (", "unlike the other parts"}},
 		{"a duplicated row", func(t *testing.T, dir string, parts []string) []string {
 			f, err := os.OpenFile(parts[2], os.O_APPEND|os.O_WRONLY, 0)
 			require.NoError(t, err)
@@ -246,7 +258,7 @@ func TestMergeReportsWhatDoesNotAddUp(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, f.Close())
 			return parts
-		}, []string{"1 duplicate rows:", "input line 7 (id \"r7\"):", "part-2.jsonl line 2 and", "part-2.jsonl line 4"}},
+		}, []string{"1 duplicate row:", "input line 7 (id \"r7\"):", "part-2.jsonl line 2 and", "part-2.jsonl line 4"}},
 		{"a part given twice", func(t *testing.T, dir string, parts []string) []string {
 			return append(parts, parts[0])
 		}, []string{"4 duplicate rows:", "input line 1 (id \"r1\")"}},
@@ -271,6 +283,18 @@ func TestMergeReportsWhatDoesNotAddUp(t *testing.T) {
 			assert.NoFileExists(t, out, "nothing is written when the parts do not add up")
 		})
 	}
+	t.Run("no part has a run file", func(t *testing.T) {
+		dir, in, parts := mergeFixture(t, 13)
+		for _, p := range parts {
+			require.NoError(t, os.Remove(p+".run.json"))
+		}
+		out := filepath.Join(dir, "m.jsonl")
+		code, _, stderr := jev(t, "", "merge", "-i", in, "-o", out, parts[0], parts[1], parts[2], parts[3])
+		assert.Equal(t, 0, code, stderr)
+		assert.Contains(t, stderr, "no part has a run file (<part>.run.json): the parts' models and flags cannot be checked")
+		assert.FileExists(t, out)
+		assert.NoFileExists(t, out+".run.json")
+	})
 	t.Run("parts of different runs", func(t *testing.T) {
 		dir, in, parts := mergeFixture(t, 13)
 		meta := `{"prompt_version":"direct-options-v1","shard":"2/4","model":{"file":"m.gguf","sha256":"def"}}`
