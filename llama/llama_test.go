@@ -335,3 +335,23 @@ func splitVocabTests(raw string) []string {
 	}
 	return out
 }
+
+// A CPU build registers the CPU as a device of the CPU backend, with the system's memory.
+func TestDevicesListsTheCPU(t *testing.T) {
+	devs := llama.Devices()
+	require.NotEmpty(t, devs)
+	var cpu *llama.Device
+	for i := range devs {
+		if devs[i].Type == llama.DeviceCPU {
+			cpu = &devs[i]
+		}
+	}
+	require.NotNil(t, cpu, "devices: %+v", devs)
+	assert.Equal(t, "CPU", cpu.Backend)
+	assert.NotEmpty(t, cpu.Name)
+	assert.NotEmpty(t, cpu.Description, "the processor's name")
+	assert.False(t, cpu.GPU())
+	assert.Positive(t, cpu.TotalBytes)
+	assert.LessOrEqual(t, cpu.FreeBytes, cpu.TotalBytes)
+	t.Logf("devices: %+v", devs)
+}

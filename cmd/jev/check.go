@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/llama"
 )
 
 const checkSynopsis = `Usage: jev check [-m MODEL.gguf] [flags]
@@ -17,7 +19,8 @@ const checkSynopsis = `Usage: jev check [-m MODEL.gguf] [flags]
 Runs the start-up checks a model must pass before it is scored: the sixteen answer slots
 A..P are single, distinct tokens that decode back to "ABCDEFGHIJKLMNOP", and appending a
 letter to a rendered sample prompt never changes the prompt's tokens (the boundary check).
-Prints the slots (token ids and pieces), the chat template's SHA-256 and the boundary result.
+Prints the slots (token ids and pieces), the chat template's SHA-256 and the boundary result,
+and, in-process, the compute devices llama.cpp found and which of them decides.
 Exits 1, saying why, when the model fails.`
 
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -37,6 +40,15 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		m := ip.Model()
 		desc, _ := m.Desc()
 		fmt.Fprintf(stdout, "model            %s (%s, n_vocab %d)\n", m.Path(), desc, m.Vocab().NVocab())
+		devs := llama.Devices()
+		for i, d := range devs {
+			label := "devices"
+			if i > 0 {
+				label = ""
+			}
+			fmt.Fprintf(stdout, "%-16s %s  %s (%s), %s backend, %s memory\n", label, d.Name, d.Description, d.Type, d.Backend, gib(d.TotalBytes))
+		}
+		fmt.Fprintf(stdout, "decides on       %s\n", decidingDevice(devs, mf.nGPULayers))
 	}
 	fmt.Fprintf(stdout, "backend          %s, renderer %s, template_date %s\n", c.Backend, c.Renderer, c.TemplateDate)
 	fmt.Fprintf(stdout, "prompt_version   %s\n", contract.PromptVersion)
@@ -55,3 +67,26 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "boundary         ok on the sample prompt (%d tokens, sha256 %s)\n", c.SampleTokens, c.SamplePromptSHA256)
 	return nil
 }
+
+// decidingDevice says which devices decide with n_gpu_layers (-1: all layers): the GPUs when
+// the build has a GPU backend and layers are offloaded, else the CPU.
+func decidingDevice(devs []llama.Device, nGPULayers int) string {
+	var gpus []string
+	for _, d := range devs {
+		if d.GPU() {
+			gpus = append(gpus, d.Name)
+		}
+	}
+	switch {
+	case len(gpus) == 0:
+		return "CPU (no GPU backend in this build: make GOJEV_CUDA=1 or GOJEV_METAL=1 builds one)"
+	case nGPULayers == 0:
+		return "CPU (-ngl 0: no layer offloaded to " + strings.Join(gpus, ", ") + ")"
+	case nGPULayers < 0:
+		return strings.Join(gpus, ", ") + " (-ngl -1: every layer offloaded)"
+	}
+	return fmt.Sprintf("%s and the CPU (-ngl %d: that many layers offloaded, the rest on the CPU)", strings.Join(gpus, ", "), nGPULayers)
+}
+
+// gib writes a byte count in GiB.
+func gib(n uint64) string { return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30)) }

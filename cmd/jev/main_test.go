@@ -18,6 +18,7 @@ import (
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/internal/testenv"
+	"github.com/gojev/gojev/llama"
 )
 
 func jev(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
@@ -154,6 +155,27 @@ func TestCheckPrintsTheSlots(t *testing.T) {
 	assert.Contains(t, stdout, `P=`)
 	assert.Contains(t, stdout, "boundary         ok")
 	assert.Contains(t, stdout, "template_sha256")
+	assert.Regexp(t, `devices +CPU  .+ \(CPU\), CPU backend, [0-9.]+ GiB memory`, stdout)
+	assert.Contains(t, stdout, "decides on       CPU (no GPU backend in this build")
+}
+
+func TestDecidingDevice(t *testing.T) {
+	cpu := llama.Device{Name: "CPU", Type: llama.DeviceCPU, Backend: "CPU"}
+	gpu := llama.Device{Name: "CUDA0", Type: llama.DeviceGPU, Backend: "CUDA"}
+	igpu := llama.Device{Name: "Vulkan0", Type: llama.DeviceIGPU, Backend: "Vulkan"}
+	for _, tc := range []struct {
+		devs []llama.Device
+		ngl  int
+		want string
+	}{
+		{[]llama.Device{cpu}, -1, "CPU (no GPU backend in this build"},
+		{[]llama.Device{gpu, cpu}, -1, "CUDA0 (-ngl -1: every layer offloaded)"},
+		{[]llama.Device{gpu, igpu, cpu}, -1, "CUDA0, Vulkan0 (-ngl -1"},
+		{[]llama.Device{gpu, cpu}, 0, "CPU (-ngl 0: no layer offloaded to CUDA0)"},
+		{[]llama.Device{igpu, cpu}, 12, "Vulkan0 and the CPU (-ngl 12: that many layers offloaded"},
+	} {
+		assert.Contains(t, decidingDevice(tc.devs, tc.ngl), tc.want)
+	}
 }
 
 // cancelAfterFirstLine cancels the run as soon as the first output line is written, as a
