@@ -213,7 +213,7 @@ func (m *merger) readPart(i int, path string) error {
 		}
 		rec, ok := parseRecordHead(line)
 		switch {
-		case !ok:
+		case !ok || rec.line == 0:
 			return usageError{fmt.Errorf("%s line %d is not a jev decide record with a line number (%.60q)", path, n, line)}
 		case rec.line < 1 || rec.line >= len(m.keys):
 			m.problems = append(m.problems, mergeProblem{"foreign", 0,
@@ -230,32 +230,6 @@ func (m *merger) readPart(i int, path string) error {
 		}
 		off += int64(len(line))
 	}
-}
-
-// recordHead is what merge reads of a record to place it: its line and rowKey.
-type recordHead struct {
-	line int
-	key  string
-}
-
-// parseRecordHead reads a record's "line" and "id" (as readRecords does for --resume).
-func parseRecordHead(line []byte) (recordHead, bool) {
-	var rec struct {
-		ID   json.RawMessage `json:"id"`
-		Line int             `json:"line"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.UseNumber()
-	if dec.Decode(&rec) != nil || rec.ID == nil || rec.Line == 0 {
-		return recordHead{}, false
-	}
-	var id any
-	idDec := json.NewDecoder(bytes.NewReader(rec.ID))
-	idDec.UseNumber()
-	if idDec.Decode(&id) != nil {
-		return recordHead{}, false
-	}
-	return recordHead{line: rec.Line, key: rowKey(id, rec.Line)}, true
 }
 
 // checkRunFiles records the parts without a run file when other parts have one (their

@@ -40,6 +40,34 @@ type resumeSet struct {
 	Records, Dropped int
 }
 
+// recordHead is what resuming and merging read of a record: its input line (0 in files of
+// jev versions before records carried it) and its row's rowKey.
+type recordHead struct {
+	line int
+	key  string
+}
+
+// parseRecordHead reads a record's "line" and "id" (a JSON string, number or null; numbers
+// kept as written); ok is false when the line is not a JSON object with an "id".
+func parseRecordHead(line []byte) (recordHead, bool) {
+	var rec struct {
+		ID   json.RawMessage `json:"id"`
+		Line int             `json:"line"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	if dec.Decode(&rec) != nil || rec.ID == nil {
+		return recordHead{}, false
+	}
+	var id any
+	idDec := json.NewDecoder(bytes.NewReader(rec.ID))
+	idDec.UseNumber()
+	if idDec.Decode(&id) != nil {
+		return recordHead{}, false
+	}
+	return recordHead{line: rec.Line, key: rowKey(id, rec.Line)}, true
+}
+
 // rowKey names a row for resuming: its id as a JSON string or number, or, when it has none,
 // its input line number.
 func rowKey(id any, lineNo int) string {
@@ -135,32 +163,18 @@ func readRecords(r io.Reader) (*resumeSet, int64, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		var rec struct {
-			ID   json.RawMessage `json:"id"`
-			Line int             `json:"line"`
-		}
-		dec := json.NewDecoder(bytes.NewReader(line))
-		dec.UseNumber()
-		if err := dec.Decode(&rec); err != nil || rec.ID == nil {
-			return nil, 0, fmt.Errorf("line %d is not a jev decide record (%.60q): cannot resume into this file", n, line)
-		}
-		var id any
-		idDec := json.NewDecoder(bytes.NewReader(rec.ID))
-		idDec.UseNumber()
-		if err := idDec.Decode(&id); err != nil {
-			return nil, 0, fmt.Errorf("line %d: bad id: %w", n, err)
-		}
-		if id == nil && rec.Line <= 0 {
-			return nil, 0, fmt.Errorf("line %d is a record with neither an id nor a line number: cannot resume into this file", n)
-		}
-		key := rowKey(id, rec.Line)
+		rec, ok := parseRecordHead(line)
 		switch {
-		case rec.Line <= 0:
-			set.byID[key]++
-		case set.byLine[rec.Line] != "":
-			return nil, 0, fmt.Errorf("line %d is a second record for input line %d: cannot resume into this file", n, rec.Line)
+		case !ok:
+			return nil, 0, fmt.Errorf("line %d is not a jev decide record (%.60q): cannot resume into this file", n, line)
+		case rec.line <= 0 && strings.HasPrefix(rec.key, "line "):
+			return nil, 0, fmt.Errorf("line %d is a record with neither an id nor a line number: cannot resume into this file", n)
+		case rec.line <= 0:
+			set.byID[rec.key]++
+		case set.byLine[rec.line] != "":
+			return nil, 0, fmt.Errorf("line %d is a second record for input line %d: cannot resume into this file", n, rec.line)
 		default:
-			set.byLine[rec.Line] = key
+			set.byLine[rec.line] = rec.key
 		}
 		set.Records++
 		end += int64(len(line))
