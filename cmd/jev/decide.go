@@ -701,8 +701,8 @@ func openOutput(path string, stdout io.Writer) (io.Writer, func() error, error) 
 // errOutputBusy: another process holds the results file (two runs, or two shards, on one -o).
 var errOutputBusy = errors.New("another process is writing this file (another jev decide on the same -o?)")
 
-// openLocked opens a results file for writing, creating it and its folder, and locks it
-// (lockFile) so that no two runs write one file; it does not truncate it.
+// openLocked opens a results file for writing, creating it and its folder, and locks it when
+// it is a regular file (lockFile), so that no two runs write one file; it does not truncate it.
 func openLocked(path string) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, usageError{err}
@@ -710,6 +710,9 @@ func openLocked(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, usageError{err}
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return f, nil // /dev/null, a pipe: nothing to protect
 	}
 	if err := lockFile(f); err != nil {
 		_ = f.Close()

@@ -114,6 +114,8 @@ type usageError struct{ err error }
 
 func (e usageError) Error() string { return e.err.Error() }
 
+func (e usageError) Unwrap() error { return e.err }
+
 func newLogger(stderr io.Writer, verbose bool) *slog.Logger {
 	level := slog.LevelWarn
 	if verbose {

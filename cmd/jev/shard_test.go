@@ -456,3 +456,23 @@ func TestDecideStreamDecidesItsShard(t *testing.T) {
 	require.ErrorIs(t, err, errNotThisInput)
 	assert.Empty(t, out.String(), "line 2 was done; line 5's record names another row: nothing written")
 }
+
+// Two runs cannot write one results file, but /dev/null takes any number of writers.
+func TestOpenLockedLocksOnlyRegularFiles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.jsonl")
+	f, err := openLocked(path)
+	require.NoError(t, err)
+	_, err = openLocked(path)
+	require.ErrorIs(t, err, errOutputBusy)
+	require.NoError(t, f.Close())
+	g, err := openLocked(path)
+	require.NoError(t, err, "free again once the first writer closed it")
+	require.NoError(t, g.Close())
+
+	a, err := openLocked(os.DevNull)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := openLocked(os.DevNull)
+	require.NoError(t, err, "a second -o /dev/null")
+	require.NoError(t, b.Close())
+}
