@@ -62,6 +62,11 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return usageError{err}
 	}
+	for _, p := range append(parts, in) {
+		if out != "" && out != "-" && sameFile(p, out) {
+			return usageError{fmt.Errorf("-o %s is also an input of the merge (%s): write the merged file elsewhere", out, p)}
+		}
+	}
 	keys, err := inputKeys(in)
 	if err != nil {
 		return usageError{err}
@@ -147,6 +152,16 @@ func expandParts(parts []string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// sameFile reports whether two paths name one existing file.
+func sameFile(a, b string) bool {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
 }
 
 // inputKeys returns the rowKey of every line of the rows file, indexed by line number (index

@@ -311,6 +311,17 @@ func TestMergeReportsWhatDoesNotAddUp(t *testing.T) {
 		assert.Equal(t, 2, code)
 		assert.Contains(t, stderr, "old.jsonl line 1 is not a jev decide record with a line number")
 	})
+	t.Run("the output is one of the parts", func(t *testing.T) {
+		_, in, parts := mergeFixture(t, 5)
+		before, err := os.ReadFile(parts[1])
+		require.NoError(t, err)
+		code, _, stderr := jev(t, "", "merge", "-i", in, "-o", parts[1], parts[0], parts[1], parts[2], parts[3])
+		assert.Equal(t, 2, code)
+		assert.Contains(t, stderr, "is also an input of the merge")
+		after, err := os.ReadFile(parts[1])
+		require.NoError(t, err)
+		assert.Equal(t, before, after)
+	})
 	t.Run("a glob that matches nothing", func(t *testing.T) {
 		_, in, _ := mergeFixture(t, 5)
 		code, _, stderr := jev(t, "", "merge", "-i", in, "/nonexistent/part-*.jsonl")
