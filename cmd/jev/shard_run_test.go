@@ -171,8 +171,9 @@ func TestResumeRefusesAnotherRunsFile(t *testing.T) {
 // A sharded PriDe run: the prior is estimated once (--prior-only) and every shard reads it;
 // the merged file equals a single run with the same --prior, debiased fields included.
 func TestShardedPriDeSharesOnePrior(t *testing.T) {
-	in := filepath.Join(testenv.RepoRoot(t), "examples", "tickets.jsonl")
 	dir := t.TempDir()
+	in := filepath.Join(dir, "rows.jsonl")
+	require.NoError(t, os.WriteFile(in, []byte(strings.Join(interruptRows(30), "\n")+"\n"), 0o644))
 	prior := filepath.Join(dir, "prior.json")
 	pride := []string{"--debias", "pride", "--prior", prior}
 	args := func(extra ...string) []string {
@@ -204,11 +205,16 @@ func TestShardedPriDeSharesOnePrior(t *testing.T) {
 	code, _, stderr = jev(t, "", args("-o", single)...)
 	require.Equal(t, 0, code, stderr)
 	want, got := decisionFields(t, single), decisionFields(t, merged)
-	require.Len(t, got, len(want))
+	require.Len(t, got, 30)
+	debiased := 0
 	for i := range want {
-		require.NotNil(t, got[i]["debias"], "line %d is debiased", i+1)
+		if got[i]["error"] == nil {
+			require.NotNil(t, got[i]["debias"], "line %d is debiased", i+1)
+			debiased++
+		}
 		require.Equal(t, want[i], got[i], "line %d", i+1)
 	}
+	assert.Greater(t, debiased, 20)
 	meta, ok := loadRunMeta(merged + ".run.json")
 	require.True(t, ok)
 	require.NotNil(t, meta.Prior, "the merged run file keeps the prior, for jev report")
@@ -221,9 +227,10 @@ func TestShardedPriDeSharesOnePrior(t *testing.T) {
 func TestExampleManifestsRun(t *testing.T) {
 	bin := buildJev(t)
 	root := testenv.RepoRoot(t)
-	rows, err := os.ReadFile(filepath.Join(root, "examples", "tickets.jsonl"))
+	tickets, err := os.ReadFile(filepath.Join(root, "examples", "tickets.jsonl"))
 	require.NoError(t, err)
-	nRows := bytes.Count(rows, []byte{'\n'})
+	const nRows = 6 // the first 6 tickets: shards of 2, 2, 1 and 1 rows
+	rows := []byte(strings.Join(strings.SplitAfter(string(tickets), "\n")[:nRows], ""))
 	model := testenv.SmallModel(t)
 
 	t.Run("slurm", func(t *testing.T) {
