@@ -102,6 +102,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	log := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = log, log
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("llamaserver: starting %s: %w", opts.Bin, err)
 	}
