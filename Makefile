@@ -9,12 +9,16 @@
 #   make test       the whole test suite: the small test model for most tests, the default model
 #                   for decision quality, parity with llama-server (built by make server)
 #   make soak       10,000 decisions in one process: RSS growth after warm-up (a CI step)
+#   make plugin GPU=vulkan|cuda|metal
+#                   fetch the prebuilt GPU backend plugin (sha256-verified) into the cache and
+#                   print its path: jev --plugin PATH or GOJEV_PLUGINS=PATH loads it
 #   make server     llama-server and llama-bench from the pinned llama.cpp (tests, jev parity/bench)
 #   make parity     jev parity on examples/tickets.jsonl (ROWS=... for your own rows)
 #   make bench      jev bench on ROWS (default the Banking77 sample when ../shared is there)
 #
-# GOJEV_CUDA=1 / GOJEV_METAL=1 build a GPU backend (untested here); GOJEV_CACHE moves the cache;
-# LLAMA_CPP_DIR uses your own llama.cpp checkout; JEV_MODEL uses your own model.
+# GOJEV_CUDA=1 / GOJEV_METAL=1 build a GPU backend into the static libraries (untested here);
+# GOJEV_CACHE moves the cache; LLAMA_CPP_DIR uses your own llama.cpp checkout; JEV_MODEL uses
+# your own model.
 # Help: make help
 
 SHELL := /bin/bash
@@ -30,12 +34,12 @@ ROWS ?= examples/tickets.jsonl
 THREADS ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu)
 JEV := bin/jev
 
-.PHONY: all native server model model-small build demo eval parity bench test soak vet clean help
+.PHONY: all native server model model-small plugin build demo eval parity bench test soak vet clean help
 
 all: build
 
 help:
-	@sed -n '1,20p' Makefile | sed 's/^# \{0,1\}//'
+	@sed '/^[^#]/,$$d' Makefile | sed 's/^# \{0,1\}//'
 
 native:
 	@./third_party/build-native.sh >/dev/null
@@ -48,6 +52,10 @@ model:
 
 model-small:
 	@./scripts/fetch-model.sh small >/dev/null
+
+GPU ?= vulkan
+plugin:
+	@./third_party/fetch-plugin.sh $(GPU)
 
 build: native
 	$(GO) build -buildvcs=auto $(TAGS) -o $(JEV) ./cmd/jev

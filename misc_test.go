@@ -65,3 +65,22 @@ func TestOptionsAreChecked(t *testing.T) {
 	_, err := gojev.Open(context.Background(), modelPath(t), gojev.Options{NBatch: 4})
 	assert.ErrorIs(t, err, backend.ErrOptions)
 }
+
+// TestAPluginThatFailsIsAnErrorUnlessCPUFallback: Options.Plugins that cannot be loaded stop
+// Open with an error naming the file, before the model loads; with CPUFallback the Decider
+// opens on the CPU and decides.
+func TestAPluginThatFailsIsAnErrorUnlessCPUFallback(t *testing.T) {
+	missing := t.TempDir() + "/libggml-vulkan.so"
+	_, err := gojev.Open(context.Background(), modelPath(t), gojev.Options{Plugins: []string{missing}, NThreads: 2})
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, llama.ErrBackendLoad), "%v", err)
+	assert.Contains(t, err.Error(), missing)
+
+	d := openDefault(t, gojev.Options{Plugins: []string{missing}, CPUFallback: true})
+	res, err := d.Decide(context.Background(), exampleRows(t)[0])
+	require.NoError(t, err)
+	assert.NotEmpty(t, res.Chosen)
+	for _, dev := range llama.Devices() {
+		assert.False(t, dev.GPU(), "no GPU device registered: %+v", dev)
+	}
+}

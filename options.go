@@ -79,6 +79,8 @@ type Options struct {
 	TemplateTime       time.Time      // the clock templates read; zero means today, 00:00 UTC
 	NGPULayers         int            // n_gpu_layers; zero offloads every layer (-1)
 	NoGPU              bool           // n_gpu_layers 0
+	Plugins            []string       // ggml backend plugins to load first (libggml-vulkan.so, libggml-cuda.so)
+	CPUFallback        bool           // a plugin that fails, or finds no GPU, is a warning, not an error
 	NCtx               int            // n_ctx: the longest prompt (default 4096, capped at n_ctx_train)
 	NBatch             int            // n_batch: tokens per llama_decode (default 512)
 	NThreads           int            // n_threads (default runtime.NumCPU())
@@ -91,6 +93,7 @@ func (o Options) inProcess() backend.InProcessOptions {
 	return backend.InProcessOptions{
 		Options:  backend.Options{ChatTemplateKwargs: o.ChatTemplateKwargs, TemplateTime: o.TemplateTime},
 		Renderer: o.Renderer, ChatTemplate: o.ChatTemplate, NGPULayers: o.NGPULayers, NoGPU: o.NoGPU,
+		Plugins: o.Plugins, CPUFallback: o.CPUFallback,
 		NCtx: o.NCtx, NBatch: o.NBatch, NThreads: o.NThreads, NoMmap: o.NoMmap, NoPrefixReuse: o.NoPrefixReuse,
 	}
 }

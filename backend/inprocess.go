@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,9 +47,48 @@ func OpenInProcess(path string, opts InProcessOptions) (*InProcess, error) {
 	if _, err := opts.resolve(0); err != nil {
 		return nil, err
 	}
+	if err := loadPlugins(opts); err != nil {
+		return nil, err
+	}
 	return llama.OpenWith(path, opts.nGPULayers(), opts.NoMmap, func(m *llama.Model) (*InProcess, error) {
 		return newInProcess(m, opts)
 	})
+}
+
+// loadPlugins loads opts.Plugins (llama.LoadBackend) and checks that a GPU device is there to
+// take the layers. Failures are errors unless opts.CPUFallback.
+func loadPlugins(opts InProcessOptions) error {
+	if len(opts.Plugins) == 0 {
+		return nil
+	}
+	fail := func(err error) error {
+		if !opts.CPUFallback {
+			return err
+		}
+		slog.Warn("deciding on the CPU (CPU fallback)", "err", err)
+		return nil
+	}
+	var names []string
+	for _, p := range opts.Plugins {
+		name, err := llama.LoadBackend(p)
+		if err != nil {
+			if err := fail(err); err != nil {
+				return err
+			}
+			continue
+		}
+		names = append(names, name)
+	}
+	if opts.NoGPU || len(names) == 0 {
+		return nil
+	}
+	for _, d := range llama.Devices() {
+		if d.GPU() && slices.Contains(names, d.Backend) {
+			return nil
+		}
+	}
+	return fail(fmt.Errorf("%w: the %s backend of %s loaded but found no GPU device (is the driver installed? Vulkan lists a CPU-type device such as lavapipe only when GGML_VK_VISIBLE_DEVICES names it)",
+		ErrNoDevice, strings.Join(names, ", "), strings.Join(opts.Plugins, ", ")))
 }
 
 func newInProcess(model *llama.Model, opts InProcessOptions) (*InProcess, error) {
@@ -67,7 +108,7 @@ func newInProcess(model *llama.Model, opts InProcessOptions) (*InProcess, error)
 	}
 	b := &InProcess{model: model, tmpl: tmpl, noReuse: opts.NoPrefixReuse, opts: opts}
 	lctx, err := llama.NewContext(model, llama.ContextParams{NCtx: opts.NCtx, NBatch: opts.NBatch, NUBatch: opts.NBatch,
-		NSeqMax: 1, NThreads: opts.NThreads, NThreadsBatch: opts.NThreads})
+		NSeqMax: 1, NThreads: opts.NThreads, NThreadsBatch: opts.NThreads, NoOpOffload: opts.NoGPU})
 	if err != nil {
 		b.closeTemplates()
 		return nil, err

@@ -23,6 +23,9 @@ const (
 // ErrOptions: an option is out of range.
 var ErrOptions = errors.New("backend: invalid options")
 
+// ErrNoDevice: backend plugins loaded, but none found a GPU device to offload to.
+var ErrNoDevice = errors.New("backend: no GPU device")
+
 // ErrNoTemplate: the model has no chat template in its metadata and none was given.
 var ErrNoTemplate = errors.New("backend: no chat template")
 
@@ -39,8 +42,18 @@ type InProcessOptions struct {
 	// jev's -ngl default do; NoGPU keeps every layer on the CPU (n_gpu_layers 0). No effect in
 	// a CPU-only build.
 	NGPULayers int
-	// NoGPU sets n_gpu_layers to 0.
+	// NoGPU sets n_gpu_layers to 0 and op_offload to false: the CPU does all the work even
+	// when a GPU backend is loaded.
 	NoGPU bool
+	// Plugins are ggml backend plugins (libggml-cuda.so, libggml-vulkan.so, each beside the
+	// libggml-base.so it was built with) loaded before the model (llama.LoadBackend), so
+	// that its layers go to their devices. A plugin that fails to load is an error wrapping
+	// llama.ErrBackendLoad; plugins that load without a GPU device while layers are to be
+	// offloaded, one wrapping ErrNoDevice; unless CPUFallback is set: then it is logged as a warning and the model decides on the
+	// CPU. Plugins stay loaded for the life of the process.
+	Plugins []string
+	// CPUFallback lets OpenInProcess go on without a plugin that failed, on the CPU.
+	CPUFallback bool
 	// NCtx is n_ctx, the KV cache size in tokens: the longest prompt. Default
 	// min(DefaultNCtx, n_ctx_train); a larger value is capped at the model's n_ctx_train.
 	NCtx int

@@ -42,6 +42,10 @@ type ContextParams struct {
 	// logit on SmolLM2-135M between one 200-token batch and chunks of 16), while without it any
 	// split into batches of two or more tokens gives bit-identical logits.
 	FlashAttn bool
+	// NoOpOffload sets op_offload false: operations on weights in host memory stay on the CPU
+	// even when a GPU backend is loaded (llama.cpp otherwise runs a large batch's matrix
+	// multiplications of CPU-resident layers on the GPU, copying the weights over).
+	NoOpOffload bool
 }
 
 // DefaultContextParams returns n_ctx 4096, n_batch 2048, n_ubatch 512, n_seq_max 1 and one
@@ -114,6 +118,7 @@ func NewContext(m *Model, p ContextParams) (*Context, error) {
 	cp.n_threads_batch = C.int32_t(p.NThreadsBatch)
 	cp.kv_unified = C.bool(p.KVUnified)
 	cp.no_perf = true
+	cp.op_offload = C.bool(!p.NoOpOffload)
 	cp.flash_attn_type = C.LLAMA_FLASH_ATTN_TYPE_DISABLED
 	if p.FlashAttn {
 		cp.flash_attn_type = C.LLAMA_FLASH_ATTN_TYPE_ENABLED

@@ -75,11 +75,37 @@ func gojevLog(level C.int, text *C.char) {
 	}
 }
 
+// capture collects the log lines emitted while captureLog runs its function, beside logging
+// them as usual (LoadBackend reads ggml's reason for a failed plugin from them).
+var capture struct {
+	sync.Mutex
+	on    bool
+	lines []string
+}
+
+// captureLog runs f and returns the lines llama.cpp logged meanwhile, of every level.
+// Concurrent captures see each other's lines; callers serialise themselves.
+func captureLog(f func()) []string {
+	capture.Lock()
+	capture.on, capture.lines = true, nil
+	capture.Unlock()
+	f()
+	capture.Lock()
+	defer capture.Unlock()
+	capture.on = false
+	return capture.lines
+}
+
 func emitLog(level slog.Level, msg string) {
 	msg = strings.TrimRight(msg, "\n")
 	if strings.TrimSpace(msg) == "" {
 		return
 	}
+	capture.Lock()
+	if capture.on {
+		capture.lines = append(capture.lines, msg)
+	}
+	capture.Unlock()
 	if level == slog.LevelWarn && strings.Contains(msg, "control-looking token") {
 		// llama.cpp notes, at every load of some GGUFs (Qwen2.5's among them), a token whose
 		// type it corrects itself; nothing for a user to do, so it is information, not a warning.

@@ -39,6 +39,14 @@ Subcommands:
     help      this text
 
 Flags:
+    --gpu vulkan|cuda|metal
+                  also fetch the prebuilt ggml backend plugin for that GPU (node-llama-cpp's
+                  build of the same llama.cpp release, sha256-verified, into
+                  <cache>/plugins/) and print  export GOJEV_PLUGINS=<plugin>:  jev loads it
+                  from there; a program passes it in gojev.Options.Plugins. No CUDA toolkit or Vulkan SDK is needed: cuda
+                  needs the NVIDIA driver and the CUDA 13 runtime (libcudart.so.13,
+                  libcublas.so.13: pip install nvidia-cuda-runtime nvidia-cublas), vulkan
+                  needs libvulkan1 and a driver, metal needs macOS on Apple silicon.
     --cache DIR   the cache (default $GOJEV_CACHE, else ~/.cache/gojev). Entries are
                   native/<key>/{lib,include}, keyed by the pinned llama.cpp commit, the build
                   files, the backend, the compiler and the machine; the fetched source is in
@@ -60,6 +68,7 @@ func main() {
 type config struct {
 	sub   string // "install", "env" or "help"
 	cache string // "" means the default
+	gpu   string // "", "vulkan", "cuda" or "metal": also fetch that prebuilt backend plugin
 }
 
 func parseArgs(args []string) (config, error) {
@@ -81,6 +90,24 @@ func parseArgs(args []string) (config, error) {
 			c.cache = a[strings.IndexByte(a, '=')+1:]
 			if c.cache == "" {
 				return c, errors.New("--cache needs a folder")
+			}
+		case a == "--gpu" || a == "-gpu" || strings.HasPrefix(a, "--gpu=") || strings.HasPrefix(a, "-gpu="):
+			v, ok := strings.CutPrefix(strings.TrimPrefix(a, "-"), "-gpu=")
+			if !ok {
+				v, ok = strings.CutPrefix(strings.TrimPrefix(a, "-"), "gpu=")
+			}
+			if !ok {
+				if i+1 >= len(args) {
+					return c, fmt.Errorf("%s needs one of vulkan, cuda, metal", a)
+				}
+				i++
+				v = args[i]
+			}
+			switch v {
+			case "vulkan", "cuda", "metal":
+				c.gpu = v
+			default:
+				return c, fmt.Errorf("--gpu %q: want vulkan, cuda or metal", v)
 			}
 		case (a == "install" || a == "env") && !subSet:
 			c.sub, subSet = a, true
@@ -127,6 +154,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 	lines, err := exportLines(entry)
 	if err != nil {
 		return err
+	}
+	if c.gpu != "" {
+		plugin, err := fetchPlugin(bash, filepath.Join(dir, "third_party", "fetch-plugin.sh"), cache, c.gpu, c.sub == "env", stderr)
+		if err != nil {
+			return err
+		}
+		lines += "export GOJEV_PLUGINS=" + shellQuote(plugin) + "\n"
+		fmt.Fprintf(stderr, "gojev-native: %s plugin %s: jev loads it from GOJEV_PLUGINS; your program passes it in gojev.Options.Plugins\n", c.gpu, plugin)
 	}
 	fmt.Fprintf(stderr, "gojev-native: native libraries in %s (%s, module %s)\n", entry, time.Since(start).Round(time.Millisecond), dir)
 	if os.Getenv("GOJEV_CUDA") == "1" {
@@ -199,6 +234,34 @@ func buildNative(bash, script, moddir, cache string, onlyFind bool, stderr io.Wr
 		return "", fmt.Errorf("build-native.sh printed no cache entry; the log is %s", logPath)
 	}
 	return entry, nil
+}
+
+// fetchPlugin runs fetch-plugin.sh for gpu (only looking, with onlyFind) and returns the
+// plugin's path, the last line it prints.
+func fetchPlugin(bash, script, cache, gpu string, onlyFind bool, stderr io.Writer) (string, error) {
+	env := append(os.Environ(), "GOJEV_CACHE="+cache)
+	if onlyFind {
+		env = append(env, "GOJEV_NO_FETCH=1")
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(bash, script, gpu)
+	cmd.Dir = cache
+	cmd.Env = env
+	cmd.Stdout = &out
+	cmd.Stderr = stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case onlyFind && errors.As(err, &exit) && exit.ExitCode() == 3:
+		return "", fmt.Errorf("no %s plugin in %s; run install --gpu %s", gpu, cache, gpu)
+	case err != nil:
+		return "", fmt.Errorf("fetching the %s plugin failed (%v)", gpu, err)
+	}
+	p := lastLine(out.String())
+	if p == "" {
+		return "", fmt.Errorf("fetch-plugin.sh printed no plugin path")
+	}
+	return p, nil
 }
 
 // pinnedCommit reads LLAMA_CPP_COMMIT from third_party/llama.cpp.pin.

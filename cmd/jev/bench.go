@@ -89,7 +89,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 	base := gojev.Options{Contract: ctr, NThreads: mf.threads, NGPULayers: opts.NGPULayers, NoGPU: opts.NoGPU,
-		ChatTemplate: opts.ChatTemplate, ChatTemplateKwargs: opts.ChatTemplateKwargs, TemplateTime: opts.TemplateTime}
+		Plugins: opts.Plugins, CPUFallback: opts.CPUFallback, ChatTemplate: opts.ChatTemplate, ChatTemplateKwargs: opts.ChatTemplateKwargs, TemplateTime: opts.TemplateTime}
 	// measure runs the rows through a Decider on rt (nil: in-process with opts), together or
 	// one at a time.
 	measure := func(name string, rt backend.Backend, o gojev.Options, together bool) (*bench.Path, error) {

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,7 +22,8 @@ Runs the start-up checks a model must pass before it is scored: the sixteen answ
 A..P are single, distinct tokens that decode back to "ABCDEFGHIJKLMNOP", and appending a
 letter to a rendered sample prompt never changes the prompt's tokens (the boundary check).
 Prints the slots (token ids and pieces), the chat template's SHA-256 and the boundary result,
-and, in-process, the compute devices llama.cpp found and which of them decides.
+and, in-process, the backend plugins loaded (--plugin, $GOJEV_PLUGINS), the compute devices
+llama.cpp found and which of them decides.
 Exits 1, saying why, when the model fails.`
 
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -40,6 +43,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		m := ip.Model()
 		desc, _ := m.Desc()
 		fmt.Fprintf(stdout, "model            %s (%s, n_vocab %d)\n", m.Path(), desc, m.Vocab().NVocab())
+		loaded := llama.LoadedBackends()
+		for _, p := range slices.Sorted(maps.Keys(loaded)) {
+			fmt.Fprintf(stdout, "plugin           %s (%s backend)\n", p, loaded[p])
+		}
 		devs := llama.Devices()
 		for i, d := range devs {
 			label := "devices"
@@ -79,7 +86,7 @@ func decidingDevice(devs []llama.Device, nGPULayers int) string {
 	}
 	switch {
 	case len(gpus) == 0:
-		return "CPU (no GPU backend in this build: make GOJEV_CUDA=1 or GOJEV_METAL=1 builds one)"
+		return "CPU (no GPU device: --plugin loads a GPU backend, which gojev-native install --gpu cuda|vulkan|metal fetches)"
 	case nGPULayers == 0:
 		return "CPU (-ngl 0: no layer offloaded to " + strings.Join(gpus, ", ") + ")"
 	case nGPULayers < 0:

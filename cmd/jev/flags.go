@@ -35,6 +35,8 @@ type modelFlags struct {
 	runtime      string
 	apiKey       string
 	nProbs       int
+	plugins      string
+	cpuFallback  bool
 }
 
 func (f *modelFlags) register(fs *flag.FlagSet) {
@@ -48,6 +50,8 @@ func (f *modelFlags) register(fs *flag.FlagSet) {
 	stringFlag(fs, &f.runtime, "runtime", "", "decide through a llama-server at this base `URL` (e.g. http://127.0.0.1:8080) instead of in-process: /apply-template, /tokenize, /detokenize, /completion")
 	stringFlag(fs, &f.apiKey, "api-key", "", "bearer `key` for --runtime (default $JEV_API_KEY)")
 	intFlag(fs, &f.nProbs, "n-probs", 1000, "with --runtime: the first n_probs asked of /completion; raised 8× at a time while an option's token is missing from the top `n`")
+	stringFlag(fs, &f.plugins, "plugin", "", "ggml backend plugin `files` to load before the model, comma-separated (libggml-vulkan.so, libggml-cuda.so; `gojev-native install --gpu` fetches them); default $GOJEV_PLUGINS (colon-separated)")
+	boolFlag(fs, &f.cpuFallback, "cpu-fallback", "decide on the CPU when a --plugin fails to load or finds no GPU (default: that is an error)")
 	boolFlag(fs, &f.noMmap, "no-mmap", "read the weights into memory instead of memory-mapping them")
 	boolFlag(fs, &f.verbose, "v,verbose", "log llama.cpp's own messages (model loading, backends) to stderr")
 	f.nCtx, f.nBatch = 4096, 512
@@ -82,6 +86,22 @@ func (f *modelFlags) modelPath() (string, error) {
 	return p, nil
 }
 
+// pluginList resolves --plugin (comma-separated), then $GOJEV_PLUGINS (colon-separated, as
+// PATH is).
+func (f *modelFlags) pluginList() []string {
+	list := strings.Split(f.plugins, ",")
+	if f.plugins == "" {
+		list = filepath.SplitList(os.Getenv("GOJEV_PLUGINS"))
+	}
+	var out []string
+	for _, p := range list {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // defaultModelFile is the file name of the default model that `make model` assembles under
 // the cache's models/ folder: Qwen2.5-Coder-1.5B-Instruct Q4_K_M (scripts/models.tsv).
 const defaultModelFile = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
@@ -89,7 +109,7 @@ const defaultModelFile = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 // options turns the flags into gojev.Options (the contract and bias control are the caller's).
 func (f *modelFlags) options() (gojev.Options, error) {
 	opts := gojev.Options{NGPULayers: f.nGPULayers, NoGPU: f.nGPULayers == 0, NCtx: f.nCtx, NBatch: f.nBatch, NThreads: f.threads,
-		NoMmap: f.noMmap, Renderer: f.renderer}
+		NoMmap: f.noMmap, Renderer: f.renderer, Plugins: f.pluginList(), CPUFallback: f.cpuFallback}
 	for _, v := range []struct {
 		name string
 		n    int

@@ -156,7 +156,7 @@ func TestCheckPrintsTheSlots(t *testing.T) {
 	assert.Contains(t, stdout, "boundary         ok")
 	assert.Contains(t, stdout, "template_sha256")
 	assert.Regexp(t, `devices +CPU  .+ \(CPU\), CPU backend, [0-9.]+ GiB memory`, stdout)
-	assert.Contains(t, stdout, "decides on       CPU (no GPU backend in this build")
+	assert.Contains(t, stdout, "decides on       CPU (no GPU device: --plugin loads")
 }
 
 func TestDecidingDevice(t *testing.T) {
@@ -168,7 +168,7 @@ func TestDecidingDevice(t *testing.T) {
 		ngl  int
 		want string
 	}{
-		{[]llama.Device{cpu}, -1, "CPU (no GPU backend in this build"},
+		{[]llama.Device{cpu}, -1, "CPU (no GPU device: --plugin loads"},
 		{[]llama.Device{gpu, cpu}, -1, "CUDA0 (-ngl -1: every layer offloaded)"},
 		{[]llama.Device{gpu, igpu, cpu}, -1, "CUDA0, Vulkan0 (-ngl -1"},
 		{[]llama.Device{gpu, cpu}, 0, "CPU (-ngl 0: no layer offloaded to CUDA0)"},

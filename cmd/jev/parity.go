@@ -68,7 +68,8 @@ func runParity(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	_ = logger
 	ip, err := backend.OpenInProcess(path, backend.InProcessOptions{
 		Options:      backend.Options{ChatTemplateKwargs: opts.ChatTemplateKwargs, TemplateTime: opts.TemplateTime},
-		ChatTemplate: opts.ChatTemplate, NGPULayers: opts.NGPULayers, NThreads: opts.NThreads, NoMmap: opts.NoMmap,
+		ChatTemplate: opts.ChatTemplate, NGPULayers: opts.NGPULayers, NoGPU: opts.NoGPU, NThreads: opts.NThreads, NoMmap: opts.NoMmap,
+		Plugins: opts.Plugins, CPUFallback: opts.CPUFallback,
 	})
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/gojev/gojev/contract"
@@ -188,4 +189,21 @@ func Rows(tb testing.TB, path string, limit int) []contract.Row {
 		tb.Fatal(err)
 	}
 	return rows
+}
+
+// VulkanPlugin returns the prebuilt Vulkan backend plugin (third_party/fetch-plugin.sh vulkan
+// puts it in the cache; .ci/run runs it) after checking that a Vulkan driver is installed, or
+// skips/fails through Missing. It does not load the plugin.
+func VulkanPlugin(tb testing.TB) string {
+	tb.Helper()
+	if icds, _ := filepath.Glob("/usr/share/vulkan/icd.d/*.json"); len(icds) == 0 {
+		Missing(tb, "needs a Vulkan driver (Debian/Ubuntu: apt-get install libvulkan1 mesa-vulkan-drivers, whose lavapipe is a software Vulkan device)")
+	}
+	cmd := exec.Command("bash", filepath.Join(RepoRoot(tb), "third_party", "fetch-plugin.sh"), "vulkan")
+	cmd.Env = append(os.Environ(), "GOJEV_NO_FETCH=1")
+	out, err := cmd.Output()
+	if err != nil {
+		Missing(tb, "needs the prebuilt Vulkan plugin (run `bash third_party/fetch-plugin.sh vulkan`): %v", err)
+	}
+	return strings.TrimSpace(string(out))
 }

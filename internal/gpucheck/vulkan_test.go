@@ -1,0 +1,131 @@
+package gpucheck_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/internal/testenv"
+	"github.com/gojev/gojev/llama"
+)
+
+// lavapipeRows is how many example tickets are decided on lavapipe: about a minute each for
+// SmolLM2-135M on two cores, where the CPU takes two seconds.
+const lavapipeRows = 2
+
+// TestVulkanOnLavapipeMatchesTheCPU loads node-llama-cpp's prebuilt Vulkan plugin into the
+// static CPU build, offloads every layer of the small model to lavapipe and decides example
+// tickets there and on the CPU: the plugin registers a GPU-type device, the model load reports
+// every layer offloaded, the choices are the same and the options' log-probabilities agree
+// within 0.5 (measured 0.12-0.17: Vulkan multiplies Q4_1 weights in fp16, the CPU in q8_1
+// blocks). The figures go to $JEV_QUALITY_OUT/vulkan-lavapipe.json, which .ci/run prints.
+func TestVulkanOnLavapipeMatchesTheCPU(t *testing.T) {
+	plugin := testenv.VulkanPlugin(t)
+	model := testenv.SmallModel(t)
+	rows := testenv.Rows(t, filepath.Join(testenv.RepoRoot(t), "examples", "tickets.jsonl"), lavapipeRows)
+	// ggml-vulkan skips CPU-type devices such as lavapipe unless they are named.
+	t.Setenv("GGML_VK_VISIBLE_DEVICES", "0")
+	ctx := context.Background()
+
+	decide := func(opts gojev.Options) ([]*gojev.Result, time.Duration) {
+		opts.NThreads = 2
+		d, err := gojev.Open(ctx, model, opts)
+		require.NoError(t, err)
+		defer d.Close()
+		start := time.Now()
+		var out []*gojev.Result
+		for _, r := range rows {
+			res, err := d.Decide(ctx, r)
+			require.NoError(t, err)
+			out = append(out, res)
+		}
+		return out, time.Since(start)
+	}
+	// The CPU first: once the plugin is loaded, its device stays registered.
+	cpu, cpuTime := decide(gojev.Options{NoGPU: true})
+
+	logs := &lines{}
+	llama.SetLogger(slog.New(logs))
+	defer llama.SetLogger(nil)
+	gpu, gpuTime := decide(gojev.Options{Plugins: []string{plugin}})
+
+	var vk *llama.Device
+	for _, d := range llama.Devices() {
+		if d.Backend == "Vulkan" && d.GPU() {
+			vk = &d
+			break
+		}
+	}
+	require.NotNil(t, vk, "the plugin registers a Vulkan GPU device: %+v", llama.Devices())
+	offload := logs.match(regexp.MustCompile(`offloaded (\d+)/(\d+) layers to GPU`))
+	require.Len(t, offload, 3, "llama.cpp reports the offload")
+	assert.Equal(t, offload[1], offload[2], "every layer offloaded")
+
+	maxDelta, same := 0.0, 0
+	for i := range cpu {
+		if cpu[i].Chosen == gpu[i].Chosen {
+			same++
+		}
+		require.Len(t, gpu[i].Options, len(cpu[i].Options))
+		for j := range cpu[i].Options {
+			maxDelta = math.Max(maxDelta, math.Abs(cpu[i].Options[j].Logprob-gpu[i].Options[j].Logprob))
+		}
+		assert.Equal(t, cpu[i].PromptSHA256, gpu[i].PromptSHA256, "the same prompt")
+	}
+	report := map[string]any{
+		"model": filepath.Base(model), "plugin": plugin, "device": vk.Name + " " + vk.Description,
+		"rows": len(cpu), "identical_choices": same, "max_abs_delta_logprob": maxDelta,
+		"layers_offloaded": offload[1] + "/" + offload[2],
+		"cpu_s":            cpuTime.Seconds(), "vulkan_s": gpuTime.Seconds(),
+	}
+	t.Logf("Vulkan (%s) vs CPU on %d rows: identical choices %d, max |Δ logprob| %.3g; %.1f s vs %.1f s",
+		report["device"], len(cpu), same, maxDelta, gpuTime.Seconds(), cpuTime.Seconds())
+	if dir := os.Getenv("JEV_QUALITY_OUT"); dir != "" {
+		b, err := json.MarshalIndent(report, "", "  ")
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "vulkan-lavapipe.json"), append(b, '\n'), 0o644))
+	}
+	assert.Equal(t, len(cpu), same, "the same choices")
+	assert.LessOrEqual(t, maxDelta, 0.5)
+	assert.Greater(t, maxDelta, 0.0, "a different backend's arithmetic: were the layers really offloaded?")
+}
+
+// lines is a slog.Handler that keeps every message.
+type lines struct {
+	mu  sync.Mutex
+	all []string
+}
+
+func (l *lines) Enabled(context.Context, slog.Level) bool { return true }
+func (l *lines) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.all = append(l.all, r.Message)
+	return nil
+}
+func (l *lines) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *lines) WithGroup(string) slog.Handler      { return l }
+
+// match returns the submatches of the first message re matches.
+func (l *lines) match(re *regexp.Regexp) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, m := range l.all {
+		if s := re.FindStringSubmatch(m); s != nil {
+			return s
+		}
+	}
+	return nil
+}
