@@ -79,6 +79,7 @@ bench: build server model
 
 test: native server model model-small
 	@python3 -c 'import jinja2' 2>/dev/null || python3 -m pip install --quiet 'jinja2==3.1.6'
+	@python3 -c 'import numpy' 2>/dev/null || python3 -m pip install --quiet 'numpy==2.4.6'
 	@[ -d ../shared/data ] || [ -n "$$GOJEV_SHARED_DATA" ] || echo "note: no ../shared/data beside this clone: the tests that need it skip (go test -v says which); CI=true makes them fail instead"
 	JEV_SMALL_MODEL="$$(./scripts/fetch-model.sh small)" JEV_MODEL="$$(./scripts/fetch-model.sh)" $(GO) test $(TAGS) -count=1 -timeout 80m ./...
 

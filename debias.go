@@ -71,6 +71,8 @@ type request struct {
 // begin prepares and enqueues a row's prompts under method. Errors are the row's: bad
 // options, render or check failures, debias.ErrNoPrior; or ctx's and llama.ErrClosed.
 func (d *Decider) begin(ctx context.Context, row contract.Row, method debias.Method) (*request, error) {
+	d.preparingAdd(1)
+	defer d.preparingAdd(-1)
 	r := &request{row: row, start: time.Now(), method: method}
 	if err := row.Validate(); err != nil {
 		return nil, err

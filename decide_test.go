@@ -388,3 +388,37 @@ func TestStructStateIsEmbeddedAsItsJSON(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, ps[0].Text, `"evidence": {"message": "charged twice, caf\u00e9", "tags": ["urgent"], "amount": 12}`)
 }
+
+// TestSyntheticModelPassesTheChecks: scripts/synthetic-model.py (what scripts/gpu-bench.sh
+// decides with on a GPU machine, where no real model can travel) writes a qwen2 model with
+// random weights and the real Qwen2 vocabulary and template; on a small shape it passes the
+// start-up checks, both contracts decide with it, and packed decoding works on it.
+func TestSyntheticModelPassesTheChecks(t *testing.T) {
+	path := testenv.SyntheticModel(t, "tiny")
+	rows := exampleRows(t)[:3]
+	for _, o := range []gojev.Options{{}, {Contract: gojev.Binary}, {Decode: backend.DecodePacked}} {
+		o.NThreads = 2
+		d, err := gojev.Open(context.Background(), path, o)
+		require.NoError(t, err)
+		c := d.Check()
+		assert.True(t, c.BoundaryHolds)
+		if o.Contract == gojev.Binary {
+			assert.NotEmpty(t, c.Yes)
+			assert.NotEmpty(t, c.No)
+		} else {
+			assert.Len(t, c.Slots, 16)
+		}
+		desc, err := d.Runtime().(*backend.InProcess).Model().Desc()
+		require.NoError(t, err)
+		assert.Contains(t, desc, "qwen2")
+		assert.Equal(t, 151936, d.Runtime().(*backend.InProcess).Model().Vocab().NVocab(), "the real Qwen2 vocabulary")
+		outs, err := d.DecideAll(context.Background(), rows)
+		require.NoError(t, err)
+		for _, out := range outs {
+			require.NoError(t, out.Err)
+			assert.NotEmpty(t, out.Result.Chosen)
+			assert.Equal(t, c.Decode, out.Result.Decode)
+		}
+		require.NoError(t, d.Close())
+	}
+}

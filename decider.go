@@ -37,6 +37,12 @@ type Decider struct {
 	// which then stalls the others at every barrier (measured: slower than one at a time on 2
 	// cores).
 	cpu sync.Mutex
+	// preparing counts rows being prepared (begin) or announced by DecideAll and not yet
+	// handed to the scheduler; prepared is signalled when it drops to zero. A packed
+	// runtime's scheduler waits for them instead of decoding a thin pack.
+	preparing atomic.Int64
+	prepared  chan struct{}
+	packSeqs  int // the runtime's Packer.PackSeqs under DecodePacked, else 1
 
 	stats struct {
 		rows, prompts, promptTokens, decodedTokens, decodes, rounds atomic.Int64
@@ -69,6 +75,11 @@ func New(ctx context.Context, rt backend.Backend, opts Options) (*Decider, error
 		return nil, err
 	}
 	d.submit = make(chan *job, 64)
+	d.prepared = make(chan struct{}, 1)
+	d.packSeqs = 1
+	if pk, ok := rt.(backend.Packer); ok && pk.DecodeMode() == backend.DecodePacked {
+		d.packSeqs = pk.PackSeqs()
+	}
 	d.quit = make(chan struct{})
 	d.base, d.cancelBase = context.WithCancel(context.Background())
 	d.stopped = make(chan struct{})
@@ -120,6 +131,8 @@ type Check struct {
 	PromptVersion string `json:"prompt_version"`
 	Backend       string `json:"backend"`
 	Renderer      string `json:"renderer"`
+	// Decode is the in-process runtime's decode mode (Result.Decode); empty over HTTP.
+	Decode string `json:"decode,omitempty"`
 	// Slots are the direct contract's sixteen answer letters; Yes and No the binary
 	// contract's single-token spellings.
 	Slots              []SlotInfo `json:"slots,omitempty"`
@@ -169,8 +182,12 @@ type Result struct {
 	// TemplateDate the clock the template read ("2006-01-02" at midnight, else RFC 3339):
 	// rerun with it pinned (Options.TemplateTime, jev --template-date) to reproduce
 	// prompt_sha256.
-	Backend      string `json:"backend"`
-	Renderer     string `json:"renderer"`
+	Backend  string `json:"backend"`
+	Renderer string `json:"renderer"`
+	// Decode is how the in-process runtime decoded the prompts: "one-sequence" (exact: the
+	// logits of each prompt decoded alone) or "packed" (several prompts per llama_decode;
+	// backend.InProcessOptions.Decode). Empty over HTTP.
+	Decode       string `json:"decode,omitempty"`
 	TemplateDate string `json:"template_date"`
 	// MS is the decision's latency in milliseconds: from the call to the result, queueing,
 	// rendering and the shared decodes included.
@@ -228,14 +245,17 @@ type Outcome struct {
 func (d *Decider) DecideAll(ctx context.Context, rows []Row) ([]Outcome, error) {
 	out := make([]Outcome, len(rows))
 	reqs := make([]*request, len(rows))
+	d.preparingAdd(int64(len(rows)))
 	for i, row := range rows {
 		if err := ctx.Err(); err != nil {
 			for k := i; k < len(rows); k++ {
 				out[k].Err = fmt.Errorf("gojev: %w", err)
 			}
+			d.preparingAdd(-int64(len(rows) - i))
 			break
 		}
 		reqs[i], out[i].Err = d.begin(ctx, row, d.opts.Debias)
+		d.preparingAdd(-1)
 	}
 	for i, r := range reqs {
 		if r != nil {
@@ -252,6 +272,16 @@ func (d *Decider) DecideAll(ctx context.Context, rows []Row) ([]Outcome, error) 
 		return out, fmt.Errorf("gojev: %w", llama.ErrClosed)
 	}
 	return out, nil
+}
+
+// preparingAdd moves the count of rows being prepared, signalling prepared at zero.
+func (d *Decider) preparingAdd(n int64) {
+	if d.preparing.Add(n) == 0 {
+		select {
+		case d.prepared <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // templateDate formats the template clock as results record it: "2006-01-02" when it is a

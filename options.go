@@ -86,6 +86,8 @@ type Options struct {
 	NThreads           int            // n_threads (default runtime.NumCPU())
 	NoMmap             bool           // use_mmap=false
 	NoPrefixReuse      bool           // decode every prompt whole (a one-at-a-time baseline)
+	Decode             string         // backend.DecodeOneSequence or backend.DecodePacked; "" = per backend (packed on a GPU)
+	PackSeqs           int            // prompts per packed llama_decode (default backend.DefaultPackSeqs)
 }
 
 // inProcess returns the in-process runtime's options these Options carry.
@@ -95,6 +97,7 @@ func (o Options) inProcess() backend.InProcessOptions {
 		Renderer: o.Renderer, ChatTemplate: o.ChatTemplate, NGPULayers: o.NGPULayers, NoGPU: o.NoGPU,
 		Plugins: o.Plugins, CPUFallback: o.CPUFallback,
 		NCtx: o.NCtx, NBatch: o.NBatch, NThreads: o.NThreads, NoMmap: o.NoMmap, NoPrefixReuse: o.NoPrefixReuse,
+		Decode: o.Decode, PackSeqs: o.PackSeqs,
 	}
 }
 

@@ -23,6 +23,7 @@ type Prompt struct {
 func (d *Decider) startupChecks(ctx context.Context) error {
 	tok := backend.Tokenizer(ctx, d.rt)
 	d.check = Check{PromptVersion: d.opts.Contract.String(), Backend: d.rt.Name(), Renderer: d.rt.Renderer(),
+		Decode:       decodeMode(d.rt),
 		TemplateDate: templateDate(d.rt.TemplateTime())}
 	info := func(ids []int32, letters bool) ([]SlotInfo, error) {
 		out := make([]SlotInfo, len(ids))
@@ -145,4 +146,12 @@ func (d *Decider) newJob(ctx context.Context, row contract.Row) (*job, error) {
 		j.prompts = append(j.prompts, &prompt{job: j, Prompt: p})
 	}
 	return j, nil
+}
+
+// decodeMode is the runtime's decode mode (backend.Packer), or "" for one without modes.
+func decodeMode(rt backend.Backend) string {
+	if pk, ok := rt.(backend.Packer); ok {
+		return pk.DecodeMode()
+	}
+	return ""
 }

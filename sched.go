@@ -75,6 +75,20 @@ func (d *Decider) loop() {
 			return
 		default:
 		}
+		if d.packSeqs > 1 && len(s.pending) < d.packSeqs && d.preparing.Load() > 0 {
+			// A packed runtime: rows are still being prepared (DecideAll's, or concurrent
+			// Decide calls), and a fuller pack costs little more than this one. Wait for
+			// them rather than decode a thin pack.
+			select {
+			case j := <-d.submit:
+				s.add(j)
+			case <-d.prepared:
+			case <-d.quit:
+				s.failAll(closed)
+				return
+			}
+			continue
+		}
 		n := min(len(s.pending), maxRound)
 		round := s.pending[:n:n]
 		s.pending = s.pending[n:]
@@ -121,42 +135,114 @@ func (s *scheduler) run(round []*prompt) {
 	d := s.d
 	d.stats.rounds.Add(1)
 	slices.SortStableFunc(round, func(a, b *prompt) int { return slices.Compare(a.Tokens, b.Tokens) })
-	for _, p := range round {
-		j := p.job
-		if j.finished {
-			continue
-		}
-		if err := j.ctx.Err(); err != nil {
-			s.finish(j, nil, fmt.Errorf("gojev: %w", err))
-			continue
-		}
-		if j.queued.IsZero() {
-			j.queued = time.Now()
-		}
-		ctx, cancel := context.WithCancel(j.ctx)
-		stop := context.AfterFunc(d.base, cancel)
-		d.cpu.Lock()
-		t0 := time.Now()
-		r, err := d.rt.NextToken(ctx, p.Tokens, p.ids)
-		d.stats.decodeNS.Add(int64(time.Since(t0)))
-		d.cpu.Unlock()
-		stop()
-		cancel()
-		d.stats.decodes.Add(1)
-		if err != nil {
-			if cerr := j.ctx.Err(); cerr != nil {
-				err = cerr
+	pk, packed := d.rt.(backend.Packer)
+	if !packed || pk.PackSeqs() < 2 {
+		for _, p := range round {
+			if s.live(p) {
+				s.decodeOne(p)
 			}
-			s.finish(j, nil, fmt.Errorf("gojev: row %s: %w", j.row.IDJSON(), err))
-			continue
 		}
-		d.stats.decodedTokens.Add(int64(r.Decoded))
-		p.readout = r
-		j.decoded += float64(r.Decoded)
-		j.left--
-		if j.left == 0 {
-			s.finish(j, d.score(j), nil)
+		return
+	}
+	// Packed: consecutive prompts (which share the longest prefixes) go to the runtime
+	// PackSeqs at a time.
+	var group []*prompt
+	for i, p := range round {
+		if s.live(p) {
+			group = append(group, p)
 		}
+		if len(group) == pk.PackSeqs() || (i == len(round)-1 && len(group) > 0) {
+			s.decodePacked(pk, group)
+			group = group[:0]
+		}
+	}
+}
+
+// live reports whether p's job still wants its decode, finishing a cancelled job, and stamps
+// the job's first decode.
+func (s *scheduler) live(p *prompt) bool {
+	j := p.job
+	if j.finished {
+		return false
+	}
+	if err := j.ctx.Err(); err != nil {
+		s.finish(j, nil, fmt.Errorf("gojev: %w", err))
+		return false
+	}
+	if j.queued.IsZero() {
+		j.queued = time.Now()
+	}
+	return true
+}
+
+// decodeOne decodes one prompt (Backend.NextToken); the decode aborts when its job is
+// cancelled or the Decider closes.
+func (s *scheduler) decodeOne(p *prompt) {
+	d, j := s.d, p.job
+	ctx, cancel := context.WithCancel(j.ctx)
+	stop := context.AfterFunc(d.base, cancel)
+	d.cpu.Lock()
+	t0 := time.Now()
+	r, err := d.rt.NextToken(ctx, p.Tokens, p.ids)
+	d.stats.decodeNS.Add(int64(time.Since(t0)))
+	d.cpu.Unlock()
+	stop()
+	cancel()
+	d.stats.decodes.Add(1)
+	if err != nil {
+		if cerr := j.ctx.Err(); cerr != nil {
+			err = cerr
+		}
+		s.finish(j, nil, fmt.Errorf("gojev: row %s: %w", j.row.IDJSON(), err))
+		return
+	}
+	s.complete(p, r)
+}
+
+// decodePacked decodes a group of prompts together (Packer.NextTokens). The decode aborts only
+// when the Decider closes (the group serves several jobs); a job cancelled meanwhile is
+// finished with its context's error when its readouts arrive. If the packed decode fails, the
+// group is decoded again one prompt at a time, so that the error lands on its own row.
+func (s *scheduler) decodePacked(pk backend.Packer, group []*prompt) {
+	d := s.d
+	if len(group) == 1 {
+		s.decodeOne(group[0])
+		return
+	}
+	tokens, ids := make([][]int32, len(group)), make([][]int32, len(group))
+	for i, p := range group {
+		tokens[i], ids[i] = p.Tokens, p.ids
+	}
+	d.cpu.Lock()
+	t0 := time.Now()
+	rs, err := pk.NextTokens(d.base, tokens, ids)
+	d.stats.decodeNS.Add(int64(time.Since(t0)))
+	d.cpu.Unlock()
+	if err != nil {
+		for _, p := range group {
+			if s.live(p) {
+				s.decodeOne(p)
+			}
+		}
+		return
+	}
+	d.stats.decodes.Add(int64(len(group)))
+	for i, p := range group {
+		if s.live(p) {
+			s.complete(p, rs[i])
+		}
+	}
+}
+
+// complete stores a prompt's readout and scores its job once every prompt has one.
+func (s *scheduler) complete(p *prompt, r backend.Readout) {
+	d, j := s.d, p.job
+	d.stats.decodedTokens.Add(int64(r.Decoded))
+	p.readout = r
+	j.decoded += float64(r.Decoded)
+	j.left--
+	if j.left == 0 {
+		s.finish(j, d.score(j), nil)
 	}
 }
 
@@ -189,7 +275,7 @@ func (d *Decider) wait(ctx context.Context, j *job) (*Result, error) {
 
 // score turns a job whose prompts all have readouts into its Result (scheduler goroutine).
 func (d *Decider) score(j *job) *Result {
-	res := &Result{ID: j.row.IDJSON(), Label: j.row.Label, Backend: d.check.Backend, Renderer: d.check.Renderer,
+	res := &Result{ID: j.row.IDJSON(), Label: j.row.Label, Backend: d.check.Backend, Renderer: d.check.Renderer, Decode: d.check.Decode,
 		TemplateDate: d.check.TemplateDate}
 	for _, p := range j.prompts {
 		res.Stats.PromptTokens += p.NTokens

@@ -41,6 +41,18 @@ type Backend interface {
 	Close() error
 }
 
+// Packer is a runtime that can decode several prompts in one llama_decode (InProcess under
+// DecodePacked). The Decider hands it a round's prompts in the order of their tokens.
+type Packer interface {
+	// DecodeMode is DecodeOneSequence or DecodePacked.
+	DecodeMode() string
+	// PackSeqs is the most prompts one NextTokens call decodes together.
+	PackSeqs() int
+	// NextTokens decodes prompts (at most PackSeqs) together and reads ids[i] at the last
+	// position of prompts[i], as NextToken does for one.
+	NextTokens(ctx context.Context, prompts [][]int32, ids [][]int32) ([]Readout, error)
+}
+
 // Readout is the next-token distribution at a prompt's last position, for the requested ids.
 type Readout struct {
 	// Logprobs[i] is log-softmax over the full vocabulary of ids[i]'s logit (natural log).

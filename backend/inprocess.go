@@ -106,9 +106,19 @@ func newInProcess(model *llama.Model, opts InProcessOptions) (*InProcess, error)
 	if err != nil {
 		return nil, err
 	}
+	if opts.Decode == "" {
+		opts.Decode = DecodeOneSequence
+		if opts.nGPULayers() != 0 && slices.ContainsFunc(llama.Devices(), llama.Device.GPU) {
+			opts.Decode = DecodePacked
+		}
+	}
+	nSeq := 1
+	if opts.Decode == DecodePacked {
+		nSeq = opts.PackSeqs + 1
+	}
 	b := &InProcess{model: model, tmpl: tmpl, noReuse: opts.NoPrefixReuse, opts: opts}
 	lctx, err := llama.NewContext(model, llama.ContextParams{NCtx: opts.NCtx, NBatch: opts.NBatch, NUBatch: opts.NBatch,
-		NSeqMax: 1, NThreads: opts.NThreads, NThreadsBatch: opts.NThreads, NoOpOffload: opts.NoGPU})
+		NSeqMax: nSeq, KVUnified: nSeq > 1, NThreads: opts.NThreads, NThreadsBatch: opts.NThreads, NoOpOffload: opts.NoGPU})
 	if err != nil {
 		b.closeTemplates()
 		return nil, err

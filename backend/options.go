@@ -18,10 +18,19 @@ const (
 	DefaultNCtx   = 4096 // n_ctx: the longest prompt, in tokens (capped at n_ctx_train)
 	DefaultNBatch = 512  // n_batch (= n_ubatch): tokens per llama_decode
 	MinNBatch     = 8    // the smallest n_batch accepted
+	// DefaultPackSeqs is the default InProcessOptions.PackSeqs: the binary contract's 16
+	// candidates of one row fit one packed decode.
+	DefaultPackSeqs = 16
 )
 
 // ErrOptions: an option is out of range.
 var ErrOptions = errors.New("backend: invalid options")
+
+// Decode modes (InProcessOptions.Decode), recorded in every result as "decode".
+const (
+	DecodeOneSequence = "one-sequence"
+	DecodePacked      = "packed"
+)
 
 // ErrNoDevice: backend plugins loaded, but none found a GPU device to offload to.
 var ErrNoDevice = errors.New("backend: no GPU device")
@@ -65,6 +74,16 @@ type InProcessOptions struct {
 	NThreads int
 	// NoMmap reads the weights into memory (use_mmap=false).
 	NoMmap bool
+	// Decode is how prompts are decoded: DecodeOneSequence (one prompt per llama_decode, in
+	// sequence 0, reusing the previous prompt's prefix: bit-identical to decoding each
+	// prompt alone) or DecodePacked (up to PackSeqs prompts per llama_decode as separate
+	// sequences sharing their common prefix: not bit-identical, faster where a batch of
+	// many sequences costs little more than one). "" picks per backend: packed when layers
+	// are offloaded to a GPU device, one-sequence on the CPU.
+	Decode string
+	// PackSeqs is the most prompts one packed llama_decode takes (default DefaultPackSeqs):
+	// the context gets n_seq_max PackSeqs+1 and a unified KV cache (kv_unified).
+	PackSeqs int
 	// NoPrefixReuse decodes every prompt whole, clearing the KV cache first, as a runtime
 	// without prompt caching would (jev bench's one-at-a-time baseline).
 	NoPrefixReuse bool
@@ -86,6 +105,17 @@ func (o InProcessOptions) nGPULayers() int {
 func (o InProcessOptions) resolve(nCtxTrain int) (InProcessOptions, error) {
 	if o.NCtx < 0 || o.NBatch < 0 || o.NThreads < 0 {
 		return o, fmt.Errorf("%w: negative n_ctx/n_batch/n_threads", ErrOptions)
+	}
+	switch o.Decode {
+	case "", DecodeOneSequence, DecodePacked:
+	default:
+		return o, fmt.Errorf("%w: unknown decode mode %q (want %q or %q)", ErrOptions, o.Decode, DecodeOneSequence, DecodePacked)
+	}
+	if o.PackSeqs < 0 || o.PackSeqs > 255 {
+		return o, fmt.Errorf("%w: PackSeqs %d (1..255)", ErrOptions, o.PackSeqs)
+	}
+	if o.PackSeqs == 0 {
+		o.PackSeqs = DefaultPackSeqs
 	}
 	switch o.Renderer {
 	case "", RendererGo, RendererLlama:

@@ -23,7 +23,11 @@ import (
 const benchSynopsis = `Usage: jev bench [-m MODEL.gguf] [-i rows.jsonl] [--contract direct|binary] [-o bench.json] [flags]
 
 Runs the same rows through each decision path, one after the other, and measures them:
-  engine      in-process, all rows at once: shared prefixes decoded once, results in input order
+  engine      in-process, all rows at once, one sequence per llama_decode: shared prefixes
+              decoded once, results in input order, bit-identical to deciding each alone
+  packed      the engine with packed decoding: up to 16 prompts per llama_decode as separate
+              sequences sharing their common prefix (the default where layers go to a GPU);
+              its speed and its max |Δ logprob| and same choices against engine are printed
   sequential  in-process, one row at a time, every prompt decoded whole (the seed's flow
               without HTTP)
   http        the seed's HTTP path against llama-server from the same pin and model:
@@ -44,7 +48,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	stringFlag(fs, &in, "i,input", "examples/tickets.jsonl", "rows `file` (JSONL)")
 	stringFlag(fs, &contractName, "contract", "direct", "`contract`: direct (direct-options-v1) or binary (binary-candidates-v1)")
 	stringFlag(fs, &out, "o,output", "", "write the figures to this JSON `file` and a chart beside it (.svg)")
-	stringFlag(fs, &pathsFlag, "paths", "engine,sequential,http,hardware", "the `paths` to run, comma-separated")
+	stringFlag(fs, &pathsFlag, "paths", "engine,packed,sequential,http,hardware", "the `paths` to run, comma-separated")
 	intFlag(fs, &limit, "n,rows", 0, "use only the first `n` rows (0: all)")
 	if err := parseFlags(fs, args, stderr, benchSynopsis); err != nil {
 		return err
@@ -57,7 +61,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	paths := strings.Split(pathsFlag, ",")
 	for _, p := range paths {
-		if !slices.Contains([]string{"engine", "sequential", "http", "hardware"}, p) {
+		if !slices.Contains([]string{"engine", "packed", "sequential", "http", "hardware"}, p) {
 			return usageError{fmt.Errorf("--paths: unknown path %q", p)}
 		}
 	}
@@ -108,8 +112,20 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if slices.Contains(paths, "engine") {
 		if err := run("engine", func() (p *bench.Path, err error) {
-			rep.Engine, err = measure("engine", nil, base, true)
+			o := base
+			o.Decode = backend.DecodeOneSequence
+			rep.Engine, err = measure("engine", nil, o, true)
 			return rep.Engine, err
+		}); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(paths, "packed") {
+		if err := run("packed", func() (p *bench.Path, err error) {
+			o := base
+			o.Decode = backend.DecodePacked
+			rep.Packed, err = measure("packed", nil, o, true)
+			return rep.Packed, err
 		}); err != nil {
 			return err
 		}
@@ -220,7 +236,7 @@ func findBench() (string, error) {
 func printBench(w io.Writer, r *bench.Report) {
 	fmt.Fprintf(w, "bench: %s, %d rows, %d threads, %s\n\n", r.Contract, r.Rows, r.Threads, r.Model)
 	fmt.Fprintf(w, "  %-11s %12s %16s %9s %9s %8s\n", "path", "decisions/s", "prompt tokens/s", "p50 ms", "p95 ms", "errors")
-	for _, p := range []*bench.Path{r.Engine, r.Sequential, r.HTTP} {
+	for _, p := range []*bench.Path{r.Engine, r.Packed, r.Sequential, r.HTTP} {
 		if p == nil {
 			continue
 		}
@@ -230,7 +246,7 @@ func printBench(w io.Writer, r *bench.Report) {
 		fmt.Fprintf(w, "  %-11s %12s %16.1f   (llama-bench -p %d)\n", "hardware", "", r.HardwarePromptTokensPerS, r.HardwarePromptTokens)
 	}
 	fmt.Fprintf(w, "\n  where the time goes (s of wall):\n")
-	for _, p := range []*bench.Path{r.Engine, r.Sequential, r.HTTP} {
+	for _, p := range []*bench.Path{r.Engine, r.Packed, r.Sequential, r.HTTP} {
 		if p == nil || p.WallS == 0 {
 			continue
 		}
@@ -252,7 +268,13 @@ func printBench(w io.Writer, r *bench.Report) {
 	}
 	fmt.Fprintf(w, "\n  engine/http %s, engine/sequential %s, prefill efficiency %s\n",
 		ratio(r.Ratios.EngineVsHTTP, "×"), ratio(r.Ratios.EngineVsSequential, "×"), ratio(r.Ratios.PrefillEfficiency, "%"))
-	fmt.Fprintf(w, "  same prompts %v, same choices %v\n", r.SamePrompts, r.SameChoices)
+	if r.Packed != nil && r.Engine != nil {
+		fmt.Fprintf(w, "  packed/engine %s; packed vs engine: max |Δ logprob| %.3g, same choices %d/%d\n",
+			ratio(r.Ratios.PackedVsEngine, "×"), r.Ratios.PackedMaxAbsDeltaLogprob, r.Ratios.PackedSameChoices, r.Rows)
+	}
+	if r.Engine != nil && (r.HTTP != nil || r.Sequential != nil) {
+		fmt.Fprintf(w, "  same prompts %v, same choices %v\n", r.SamePrompts, r.SameChoices)
+	}
 	for _, d := range r.Differences {
 		fmt.Fprintf(w, "  %s\n", d)
 	}

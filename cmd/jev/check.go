@@ -56,6 +56,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintf(stdout, "%-16s %s  %s (%s), %s backend, %s memory\n", label, d.Name, d.Description, d.Type, d.Backend, gib(d.TotalBytes))
 		}
 		fmt.Fprintf(stdout, "decides on       %s\n", decidingDevice(devs, mf.nGPULayers))
+		fmt.Fprintf(stdout, "decode           %s (%s)\n", c.Decode, map[bool]string{
+			true:  "up to " + strconv.Itoa(ip.PackSeqs()) + " prompts per llama_decode; --decode one-sequence for exact logits",
+			false: "one prompt per llama_decode, exact; --decode packed packs them"}[c.Decode == backend.DecodePacked])
 	}
 	fmt.Fprintf(stdout, "backend          %s, renderer %s, template_date %s\n", c.Backend, c.Renderer, c.TemplateDate)
 	fmt.Fprintf(stdout, "prompt_version   %s\n", contract.PromptVersion)

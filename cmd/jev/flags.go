@@ -37,6 +37,7 @@ type modelFlags struct {
 	nProbs       int
 	plugins      string
 	cpuFallback  bool
+	decode       string
 }
 
 func (f *modelFlags) register(fs *flag.FlagSet) {
@@ -61,6 +62,7 @@ func (f *modelFlags) register(fs *flag.FlagSet) {
 func (f *modelFlags) registerDecoding(fs *flag.FlagSet) {
 	intFlag(fs, &f.nCtx, "c,ctx-size", 4096, "n_ctx: the longest prompt in `tokens`; longer rows get an error record (llama.cpp rounds small values up to 256 and jev caps it at the model's training context)")
 	intFlag(fs, &f.nBatch, "b,batch-size", 512, "n_batch: most `tokens` per llama_decode call")
+	stringFlag(fs, &f.decode, "decode", "", "`mode`: one-sequence (one prompt per llama_decode: exact, the CPU default) or packed (up to 16 prompts per llama_decode sharing their prefix: faster on a GPU, the default when layers are offloaded; log-probabilities move by up to ~0.2); every record says which decided it")
 }
 
 // modelPath resolves -m, then $JEV_MODEL, then the cached default model.
@@ -109,7 +111,12 @@ const defaultModelFile = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 // options turns the flags into gojev.Options (the contract and bias control are the caller's).
 func (f *modelFlags) options() (gojev.Options, error) {
 	opts := gojev.Options{NGPULayers: f.nGPULayers, NoGPU: f.nGPULayers == 0, NCtx: f.nCtx, NBatch: f.nBatch, NThreads: f.threads,
-		NoMmap: f.noMmap, Renderer: f.renderer, Plugins: f.pluginList(), CPUFallback: f.cpuFallback}
+		NoMmap: f.noMmap, Renderer: f.renderer, Plugins: f.pluginList(), CPUFallback: f.cpuFallback, Decode: f.decode}
+	switch f.decode {
+	case "", backend.DecodeOneSequence, backend.DecodePacked:
+	default:
+		return opts, usageError{fmt.Errorf("--decode %q: want %s or %s", f.decode, backend.DecodeOneSequence, backend.DecodePacked)}
+	}
 	for _, v := range []struct {
 		name string
 		n    int

@@ -157,6 +157,7 @@ func TestCheckPrintsTheSlots(t *testing.T) {
 	assert.Contains(t, stdout, "template_sha256")
 	assert.Regexp(t, `devices +CPU  .+ \(CPU\), CPU backend, [0-9.]+ GiB memory`, stdout)
 	assert.Contains(t, stdout, "decides on       CPU (no GPU device: --plugin loads")
+	assert.Contains(t, stdout, "decode           one-sequence (one prompt per llama_decode, exact")
 }
 
 func TestDecidingDevice(t *testing.T) {

@@ -36,8 +36,11 @@ type Path struct {
 	PrepareS float64 `json:"prepare_s"`
 	Errors   int     `json:"errors"`
 	// Per row, for the same-prompts/same-choices checks (not in the JSON).
-	SHA    [][]string `json:"-"` // prompt_sha256s of each row (one, or one per candidate)
-	Chosen []string   `json:"-"`
+	SHA      [][]string  `json:"-"` // prompt_sha256s of each row (one, or one per candidate)
+	Chosen   []string    `json:"-"`
+	Logprobs [][]float64 `json:"-"` // each row's Logprobs
+	// Decode is the results' decode mode ("one-sequence", "packed"; empty over HTTP).
+	Decode string `json:"decode,omitempty"`
 }
 
 // Ratios compare the paths.
@@ -46,6 +49,12 @@ type Ratios struct {
 	EngineVsSequential float64 `json:"engine_vs_sequential"`
 	// PrefillEfficiency is the engine's effective prompt tokens/s over the hardware's.
 	PrefillEfficiency float64 `json:"prefill_efficiency"`
+	// PackedVsEngine is the packed path's decisions/s over the engine's (one-sequence), on
+	// the same backend; PackedMaxAbsDeltaLogprob and PackedSameChoices its agreement with the
+	// engine's results (Agreement).
+	PackedVsEngine           float64 `json:"packed_vs_engine,omitempty"`
+	PackedMaxAbsDeltaLogprob float64 `json:"packed_max_abs_delta_logprob,omitempty"`
+	PackedSameChoices        int     `json:"packed_same_choices,omitempty"`
 }
 
 // Report is jev bench's JSON (-o bench.json).
@@ -56,6 +65,7 @@ type Report struct {
 	Contract                 string           `json:"contract"`
 	Paths                    map[string]*Path `json:"paths"`
 	Engine                   *Path            `json:"engine,omitempty"`
+	Packed                   *Path            `json:"packed,omitempty"`
 	Sequential               *Path            `json:"sequential,omitempty"`
 	HTTP                     *Path            `json:"http,omitempty"`
 	HardwarePromptTokensPerS float64          `json:"hardware_prompt_tokens_per_s"`
@@ -123,6 +133,10 @@ func (r *Report) Compare() {
 	}
 	if r.Engine != nil && r.HardwarePromptTokensPerS > 0 {
 		r.Ratios.PrefillEfficiency = r.Engine.PromptTokensPerS / r.HardwarePromptTokensPerS
+	}
+	if r.Engine != nil && r.Packed != nil && r.Engine.DecisionsPerS > 0 {
+		r.Ratios.PackedVsEngine = r.Packed.DecisionsPerS / r.Engine.DecisionsPerS
+		r.Ratios.PackedMaxAbsDeltaLogprob, r.Ratios.PackedSameChoices = agreement(r.Packed, r.Engine)
 	}
 	ref := r.HTTP
 	if ref == nil {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/gojev/gojev"
@@ -14,7 +15,7 @@ import (
 // no-reuse run would decode; TokensDecoded what the runtime decoded; DecodeS the time in the
 // runtime's read-out, PrepareS in rendering, checking and tokenizing.
 func Run(ctx context.Context, name string, d *gojev.Decider, rows []contract.Row, together bool) (*Path, error) {
-	p := &Path{Name: name, SHA: make([][]string, len(rows)), Chosen: make([]string, len(rows))}
+	p := &Path{Name: name, SHA: make([][]string, len(rows)), Chosen: make([]string, len(rows)), Logprobs: make([][]float64, len(rows))}
 	before := d.Stats()
 	start := time.Now()
 	var outs []gojev.Outcome
@@ -45,6 +46,8 @@ func Run(ctx context.Context, name string, d *gojev.Decider, rows []contract.Row
 		if r.PromptSHA256 != "" {
 			p.SHA[i] = []string{r.PromptSHA256}
 		}
+		p.Logprobs[i] = Logprobs(r)
+		p.Decode = r.Decode
 		for _, c := range r.Candidates {
 			p.SHA[i] = append(p.SHA[i], c.PromptSHA256)
 		}
@@ -56,4 +59,57 @@ func Run(ctx context.Context, name string, d *gojev.Decider, rows []contract.Row
 	p.PrepareS = float64(after.PrepareNS-before.PrepareNS) / 1e9
 	finish(p, len(rows), wall, lat)
 	return p, nil
+}
+
+// Logprobs lists the log-probabilities a result read: each option's (direct), or each
+// candidate's yes and no tokens' (binary), in order.
+func Logprobs(r *gojev.Result) []float64 {
+	var out []float64
+	for _, o := range r.Options {
+		out = append(out, o.Logprob)
+	}
+	for _, c := range r.Candidates {
+		for _, t := range c.Yes {
+			out = append(out, t.Logprob)
+		}
+		for _, t := range c.No {
+			out = append(out, t.Logprob)
+		}
+	}
+	return out
+}
+
+// Agreement compares two runs over the same rows, result by result: the largest
+// |Δ log-probability| over every value Logprobs lists, and how many rows chose the same option.
+// Rows with an error (nil) in either run are skipped.
+func Agreement(a, b []*gojev.Result) (maxAbsDelta float64, sameChoices int) {
+	pa, pb := resultsPath(a), resultsPath(b)
+	return agreement(pa, pb)
+}
+
+func resultsPath(rs []*gojev.Result) *Path {
+	p := &Path{Chosen: make([]string, len(rs)), Logprobs: make([][]float64, len(rs))}
+	for i, r := range rs {
+		if r != nil {
+			p.Chosen[i], p.Logprobs[i] = r.Chosen, Logprobs(r)
+		}
+	}
+	return p
+}
+
+// agreement is Agreement over two measured paths (rows without a choice are skipped).
+func agreement(a, b *Path) (maxAbsDelta float64, sameChoices int) {
+	for i := range min(len(a.Chosen), len(b.Chosen)) {
+		if a.Chosen[i] == "" || b.Chosen[i] == "" {
+			continue
+		}
+		if a.Chosen[i] == b.Chosen[i] {
+			sameChoices++
+		}
+		la, lb := a.Logprobs[i], b.Logprobs[i]
+		for k := range min(len(la), len(lb)) {
+			maxAbsDelta = max(maxAbsDelta, math.Abs(la[k]-lb[k]))
+		}
+	}
+	return maxAbsDelta, sameChoices
 }

@@ -207,3 +207,22 @@ func VulkanPlugin(tb testing.TB) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// SyntheticModel writes a model of the given scripts/synthetic-model.py shape ("tiny") with
+// random weights and the real Qwen2 vocabulary and chat template into a temporary folder, and
+// returns its path; without python3, numpy or the llama.cpp tree it skips/fails through
+// Missing.
+func SyntheticModel(tb testing.TB, shape string) string {
+	tb.Helper()
+	python := Python3(tb)
+	if err := exec.Command(python, "-c", "import numpy").Run(); err != nil {
+		Missing(tb, "needs numpy for scripts/synthetic-model.py (python3 -m pip install numpy): %v", err)
+	}
+	tree := LlamaCppDir(tb)
+	out := filepath.Join(tb.TempDir(), "synthetic-"+shape+".gguf")
+	cmd := exec.Command(python, filepath.Join(RepoRoot(tb), "scripts", "synthetic-model.py"), "--shape", shape, "-o", out, "--llama-cpp", tree)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("synthetic-model.py: %v\n%s", err, b)
+	}
+	return out
+}
