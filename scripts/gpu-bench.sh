@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# Throughput of gojev's decision paths on a GPU machine that has the NVIDIA driver, nvcc, cmake
+# and python3, but no Go and no network.
+#
+# On the build machine (a gojev clone after `make`):
+#   scripts/gpu-bench.sh pack [BUNDLE.tar.gz]     default out/gpu-bench.tar.gz, at most 60 MB:
+#       bin/jev (stripped), the pinned llama.cpp's ggml/ sources (CPU and CUDA backends only),
+#       gguf-py, the Qwen2 vocab GGUF, scripts/synthetic-model.py and this script.
+#       GPU_BENCH_PY=3.12 (the GPU machine's python) adds a numpy wheel for a machine without
+#       numpy (about 16 MB).
+# On the GPU machine, in the unpacked folder:
+#   ./gpu-bench.sh run [--arch 90] [--plugin FILE] [--shape qwen2.5-1.5b] [--type f16]
+#                      [--rows 64] [--out results]
+#       1. builds the CUDA plugin (libggml-cuda.so, GGML_BACKEND_DL) from the bundled sources
+#          for one architecture (90 = H100/H200), unless --plugin names one already there;
+#       2. writes a model of Qwen2.5-1.5B's shape with random weights and the real Qwen2
+#          vocabulary and template (scripts/synthetic-model.py);
+#       3. generates Banking77-shaped rows (8 and 16 options) and runs jev bench with the
+#          paths engine (one sequence), packed and sequential (one at a time): direct with 8
+#          and with 16 options, and the binary contract; JSON and charts into --out.
+#   ./gpu-bench.sh run --cpu --shape tiny --rows 8     the same on the CPU backend, no CUDA
+#       (how the script is tested without a GPU).
+# Every step prints its time; the whole run is meant to fit 9 minutes on 16 cores.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+say() { echo "gpu-bench: $*" >&2; }
+t0=$(date +%s)
+step_start=$t0
+step() {
+  local now
+  now=$(date +%s)
+  say "== $1: $((now - step_start))s (total $((now - t0))s)"
+  step_start=$now
+}
+
+pack() {
+  local root out tmp jev tree
+  root=$(cd "$here/.." && pwd)
+  out="${1:-$root/out/gpu-bench.tar.gz}"
+  jev="${JEV_BIN:-$root/bin/jev}"
+  tree="${LLAMA_CPP_DIR:-$root/third_party/llama.cpp}"
+  [ -x "$jev" ] || { say "no $jev: run make first"; exit 1; }
+  [ -f "$tree/ggml/CMakeLists.txt" ] || { say "no llama.cpp tree at $tree: run make first"; exit 1; }
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' RETURN
+  local b="$tmp/gpu-bench"
+  mkdir -p "$b/bin" "$b/llama.cpp/models" "$b/scripts" "$b/wheels"
+  cp "$jev" "$b/bin/jev"
+  strip "$b/bin/jev" 2>/dev/null || true
+  # ggml with only the backends this needs: the others' folders are only read when enabled.
+  tar -C "$tree" --exclude='ggml/src/ggml-'{vulkan,sycl,opencl,metal,hexagon,et,webgpu,openvino,cann,virtgpu,zdnn,zendnn,rpc,blas,hip,musa} \
+    -cf - ggml gguf-py LICENSE | tar -C "$b/llama.cpp" -xf -
+  cp "$tree/models/ggml-vocab-qwen2.gguf" "$b/llama.cpp/models/"
+  # ggml as a subproject, as llama.cpp's own CMakeLists.txt takes it (standalone, it would want
+  # the tests, examples and ggml.pc.in that llama.cpp's tree does not carry).
+  mkdir -p "$b/cuda-plugin"
+  cat >"$b/cuda-plugin/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.18)
+project(gojev-ggml-plugin C CXX)
+add_subdirectory(${CMAKE_CURRENT_SOURCE_DIR}/../llama.cpp/ggml ggml)
+CMAKE
+  cp "$here/synthetic-model.py" "$b/scripts/"
+  cp "$here/gpu-bench.sh" "$b/"
+  if [ -n "${GPU_BENCH_PY:-}" ]; then
+    python3 -m pip download --quiet --only-binary=:all: --platform manylinux2014_x86_64 \
+      --python-version "$GPU_BENCH_PY" --no-deps -d "$b/wheels" 'numpy<2.3' >&2 \
+      || { say "no numpy wheel for python $GPU_BENCH_PY"; exit 1; }
+  fi
+  mkdir -p "$(dirname "$out")"
+  tar -C "$tmp" -czf "$out" gpu-bench
+  local size
+  size=$(wc -c <"$out")
+  say "wrote $out ($((size / 1048576)) MB)"
+  if [ "$size" -gt $((60 * 1048576)) ]; then
+    say "the bundle is over 60 MB"
+    exit 1
+  fi
+  echo "$out"
+}
+
+run() {
+  local arch=90 plugin="" shape=qwen2.5-1.5b wtype=f16 rows=64 out=results cpu=0 threads
+  threads=$(nproc 2>/dev/null || echo 4)
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --arch) arch=$2; shift 2 ;;
+      --plugin) plugin=$2; shift 2 ;;
+      --shape) shape=$2; shift 2 ;;
+      --type) wtype=$2; shift 2 ;;
+      --rows) rows=$2; shift 2 ;;
+      --out) out=$2; shift 2 ;;
+      --cpu) cpu=1; shift ;;
+      *) say "unknown argument $1"; exit 2 ;;
+    esac
+  done
+  local jev="${JEV_BIN:-$here/bin/jev}" tree="${LLAMA_CPP_DIR:-$here/llama.cpp}"
+  local synth="$here/scripts/synthetic-model.py"
+  [ -f "$synth" ] || synth="$here/synthetic-model.py"
+  mkdir -p "$out"
+  out=$(cd "$out" && pwd)
+  say "jev $("$jev" version 2>/dev/null | head -1); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo 'no nvidia-smi')"
+
+  # 1. The CUDA plugin.
+  local gpu_flags=()
+  if [ "$cpu" = 1 ]; then
+    gpu_flags=(-ngl 0)
+  else
+    if [ -z "$plugin" ] && [ -f "$here/plugin/libggml-cuda.so" ]; then
+      plugin="$here/plugin/libggml-cuda.so"
+    fi
+    if [ -z "$plugin" ]; then
+      command -v nvcc >/dev/null || { say "nvcc is not on PATH (or pass --plugin libggml-cuda.so)"; exit 1; }
+      local build="$out/build-cuda"
+      cmake -S "$here/cuda-plugin" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_BACKEND_DL=ON \
+        -DGGML_CUDA=ON -DGGML_NATIVE=OFF -DCMAKE_CUDA_ARCHITECTURES="$arch" >"$out/cuda-configure.log" 2>&1 \
+        || { tail -20 "$out/cuda-configure.log" >&2; say "cmake configure failed"; exit 1; }
+      cmake --build "$build" --target ggml-cuda -j "$threads" >"$out/cuda-build.log" 2>&1 \
+        || { tail -30 "$out/cuda-build.log" >&2; say "the CUDA plugin build failed"; exit 1; }
+      mkdir -p "$here/plugin"
+      find "$build" \( -name 'libggml-cuda.so' -o -name 'libggml-base.so*' \) -exec cp -P {} "$here/plugin/" \;
+      plugin="$here/plugin/libggml-cuda.so"
+      step "CUDA plugin built for sm_$arch"
+    fi
+    gpu_flags=(--plugin "$plugin")
+  fi
+
+  # 2. The model.
+  local model="$out/synthetic-$shape-$wtype.gguf"
+  if [ ! -f "$model" ]; then
+    local pp="" 
+    if ! python3 -c 'import numpy' 2>/dev/null; then
+      local wheel
+      wheel=$(ls "$here"/wheels/numpy-*-cp"$(python3 -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')"-*.whl 2>/dev/null | head -1 || true)
+      [ -n "$wheel" ] || { say "python3 has no numpy and the bundle no wheel for this python"; exit 1; }
+      python3 -m pip install --quiet --no-index --target "$out/pylib" "$wheel" >&2
+      pp="$out/pylib"
+    fi
+    PYTHONPATH="$pp${PYTHONPATH:+:$PYTHONPATH}" python3 "$synth" --shape "$shape" --type "$wtype" --llama-cpp "$tree" -o "$model"
+    step "synthetic model ($shape, $wtype)"
+  fi
+
+  # 3. Rows shaped like the Banking77 decision rows, and the runs.
+  python3 - "$rows" "$out" <<'PY'
+import json, random, sys
+n, out = int(sys.argv[1]), sys.argv[2]
+rng = random.Random(77)
+intents = ["card arrival", "card linking", "exchange rate", "top up failed", "pending transfer", "lost or stolen card",
+           "declined card payment", "wrong amount of cash received", "cash withdrawal charge", "change pin",
+           "verify my identity", "refund not showing up", "transfer not received by recipient", "beneficiary not allowed",
+           "direct debit payment not recognised", "apple pay or google pay", "card payment fee charged", "balance not updated after bank transfer",
+           "country support", "disposable card limits", "edit personal details", "exchange charge", "getting spare card",
+           "terminate account", "unable to verify identity", "virtual card not working", "why verify identity", "automatic top up"]
+words = ("i my the card account money transfer bank app yesterday still not why how can you please help payment "
+         "charged twice week phone online shop atm cash euro pounds dollar rate fee").split()
+for k in (8, 16):
+    with open(f"{out}/rows-{k}opt.jsonl", "w") as f:
+        for i in range(n):
+            opts = rng.sample(intents, k)
+            msg = " ".join(rng.choice(words) for _ in range(rng.randint(8, 30))).capitalize() + "?"
+            f.write(json.dumps({"id": f"r{i}", "state": {"message": msg},
+                                "question": "Which intent does this customer message express?",
+                                "options": [{"id": o.replace(" ", "_"), "description": o} for o in opts],
+                                "label": opts[0].replace(" ", "_")}) + "\n")
+PY
+  local nbin=$(( rows < 16 ? rows : 16 ))
+  "$jev" bench -m "$model" -t "$threads" "${gpu_flags[@]}" -i "$out/rows-8opt.jsonl" --paths engine,packed,sequential -o "$out/direct-8opt.json" >"$out/direct-8opt.txt"
+  step "jev bench, direct, 8 options, $rows rows"
+  "$jev" bench -m "$model" -t "$threads" "${gpu_flags[@]}" -i "$out/rows-16opt.jsonl" --paths engine,packed,sequential -o "$out/direct-16opt.json" >"$out/direct-16opt.txt"
+  step "jev bench, direct, 16 options, $rows rows"
+  "$jev" bench -m "$model" -t "$threads" "${gpu_flags[@]}" --contract binary -n "$nbin" -i "$out/rows-16opt.jsonl" --paths engine,packed,sequential -o "$out/binary-16opt.json" >"$out/binary-16opt.txt"
+  step "jev bench, binary, 16 candidates, $nbin rows"
+  cat "$out"/direct-8opt.txt "$out"/direct-16opt.txt "$out"/binary-16opt.txt
+  say "results in $out (JSON, SVG charts, text); total $(( $(date +%s) - t0 ))s"
+}
+
+case "${1:-}" in
+  pack) shift; pack "$@" ;;
+  run) shift; run "$@" ;;
+  *) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
