@@ -79,7 +79,7 @@ type Options struct {
 	TemplateTime       time.Time      // the clock templates read; zero means today, 00:00 UTC
 	NGPULayers         int            // n_gpu_layers; zero offloads every layer (-1)
 	NoGPU              bool           // n_gpu_layers 0
-	Plugins            []string       // ggml backend plugins to load first (libggml-vulkan.so, libggml-cuda.so)
+	Plugins            []string       // ggml backend plugins to load first (libggml-vulkan.so, libggml-cuda.so); gojev reads no environment: pass filepath.SplitList(os.Getenv("GOJEV_PLUGINS")) to honour the installer's line
 	CPUFallback        bool           // a plugin that fails, or finds no GPU, is a warning, not an error
 	NCtx               int            // n_ctx: the longest prompt (default 4096, capped at n_ctx_train)
 	NBatch             int            // n_batch: tokens per llama_decode (default 512)

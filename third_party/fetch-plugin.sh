@@ -31,16 +31,19 @@ case "$(uname -s)-$(uname -m)" in
 esac
 row=$(awk -F'\t' -v g="$gpu" -v p="$platform" '$1 == g && $2 == p' "$here/plugins.tsv")
 if [ -z "$row" ]; then
-  say "no prebuilt $gpu plugin for $platform in third_party/plugins.tsv; build one from the pinned source instead (see the README, GPU)"
+  say "no prebuilt $gpu plugin for $platform in third_party/plugins.tsv; build libggml-$gpu.so from the pinned source with GGML_BACKEND_DL=ON (scripts/gpu-bench.sh shows how for CUDA; the README's "On a GPU")"
   exit 1
 fi
 IFS=$'\t' read -r _ _ pkg sha folder file needs <<<"$row"
 version="${pkg##*@}"
 dest="$cache/plugins/$gpu-$platform-$version"
 sha256() { if command -v sha256sum >/dev/null; then sha256sum "$@"; else shasum -a 256 "$@"; fi; }
-if [ -f "$dest/.complete" ] && (cd "$dest" && sha256 -c --status SHA256SUMS 2>/dev/null); then
-  echo "$dest/$file"
-  exit 0
+if [ -f "$dest/.complete" ]; then
+  if (cd "$dest" && sha256 -c --status SHA256SUMS 2>/dev/null); then
+    echo "$dest/$file"
+    exit 0
+  fi
+  say "$dest does not match its SHA256SUMS (changed since it was fetched): fetching it again"
 fi
 if [ "${GOJEV_NO_FETCH:-0}" = 1 ]; then
   say "no $gpu plugin in $dest (run fetch-plugin.sh $gpu, or gojev-native install --gpu $gpu)"

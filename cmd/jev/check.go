@@ -55,10 +55,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 			fmt.Fprintf(stdout, "%-16s %s  %s (%s), %s backend, %s memory\n", label, d.Name, d.Description, d.Type, d.Backend, gib(d.TotalBytes))
 		}
-		fmt.Fprintf(stdout, "decides on       %s\n", decidingDevice(devs, mf.nGPULayers))
+		fmt.Fprintf(stdout, "decides on       %s\n", decidingDevice(devs, mf.nGPULayers, len(loaded)))
 		fmt.Fprintf(stdout, "decode           %s (%s)\n", c.Decode, map[bool]string{
-			true:  "up to " + strconv.Itoa(ip.PackSeqs()) + " prompts per llama_decode; --decode one-sequence for exact logits",
-			false: "one prompt per llama_decode, exact; --decode packed packs them"}[c.Decode == backend.DecodePacked])
+			true:  "up to " + strconv.Itoa(ip.PackSeqs()) + " prompts per llama_decode; jev decide --decode one-sequence for exact logits",
+			false: "one prompt per llama_decode, exact; jev decide --decode packed packs them"}[c.Decode == backend.DecodePacked])
 	}
 	fmt.Fprintf(stdout, "backend          %s, renderer %s, template_date %s\n", c.Backend, c.Renderer, c.TemplateDate)
 	fmt.Fprintf(stdout, "prompt_version   %s\n", contract.PromptVersion)
@@ -79,8 +79,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // decidingDevice says which devices decide with n_gpu_layers (-1: all layers): the GPUs when
-// the build has a GPU backend and layers are offloaded, else the CPU.
-func decidingDevice(devs []llama.Device, nGPULayers int) string {
+// a GPU backend is there and layers are offloaded, else the CPU. plugins is how many backend
+// plugins were loaded.
+func decidingDevice(devs []llama.Device, nGPULayers, plugins int) string {
 	var gpus []string
 	for _, d := range devs {
 		if d.GPU() {
@@ -88,6 +89,8 @@ func decidingDevice(devs []llama.Device, nGPULayers int) string {
 		}
 	}
 	switch {
+	case len(gpus) == 0 && plugins > 0:
+		return "CPU (the plugin loaded but found no GPU device: see the warning above)"
 	case len(gpus) == 0:
 		return "CPU (no GPU device: --plugin loads a GPU backend, which gojev-native install --gpu cuda|vulkan|metal fetches)"
 	case nGPULayers == 0:
@@ -96,6 +99,23 @@ func decidingDevice(devs []llama.Device, nGPULayers int) string {
 		return strings.Join(gpus, ", ") + " (-ngl -1: every layer offloaded)"
 	}
 	return fmt.Sprintf("%s and the CPU (-ngl %d: that many layers offloaded, the rest on the CPU)", strings.Join(gpus, ", "), nGPULayers)
+}
+
+// decidingDevices names the devices that decide with n_gpu_layers: the GPUs that take layers,
+// and the CPU unless every layer is offloaded.
+func decidingDevices(devs []llama.Device, nGPULayers int) []string {
+	var out []string
+	if nGPULayers != 0 {
+		for _, d := range devs {
+			if d.GPU() {
+				out = append(out, d.Name)
+			}
+		}
+	}
+	if len(out) == 0 || nGPULayers > 0 {
+		out = append(out, "CPU")
+	}
+	return out
 }
 
 // gib writes a byte count in GiB.

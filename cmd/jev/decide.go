@@ -9,8 +9,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -20,6 +22,7 @@ import (
 	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
+	"github.com/gojev/gojev/llama"
 )
 
 const decideSynopsis = `Usage: jev decide [-m MODEL.gguf] [-i rows.jsonl] [-o out.jsonl] [--contract binary] [--debias pride] [flags]
@@ -141,6 +144,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	var w io.Writer
 	var closeOut func() error
+	emptyOut := func() error { return nil }
 	var skip func(line []byte, lineNo int) (bool, error)
 	var done *resumeSet // what a resumed run's file holds
 	// A resumed run reads the run file of the run it continues: a PriDe run reuses its prior,
@@ -172,7 +176,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		skip = done.skip
 	default:
-		if w, closeOut, err = openOutput(out, stdout); err != nil {
+		if w, closeOut, emptyOut, err = openOutput(out, stdout); err != nil {
 			return err
 		}
 	}
@@ -190,13 +194,20 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	dec, err := mf.open(ctx, stderr, gojev.Options{Contract: c, Debias: method, Prior: prior})
 	if err != nil {
-		return err
+		return err // a new run's -o is left as it was: emptied only once the model is ready
 	}
 	defer dec.Close()
+	if err := emptyOut(); err != nil {
+		return err
+	}
 	var d rowDecider = deciderRows{dec}
 
 	meta := &runMeta{Jev: jevVersion(), LlamaCpp: llamaVersion(), Args: args, Input: in, PromptVersion: c.String(), Debias: method,
-		NThreads: mf.threads, Started: time.Now().UTC(), Backend: dec.Check().Backend}
+		NThreads: mf.threads, Started: time.Now().UTC(), Backend: dec.Check().Backend, Decode: dec.Check().Decode}
+	if dec.Check().Decode != "" { // in-process
+		meta.Devices = decidingDevices(llama.Devices(), mf.nGPULayers)
+		meta.Plugins = slices.Sorted(maps.Keys(llama.LoadedBackends()))
+	}
 	meta.Shard = runFileShard(part)
 	if ip, ok := dec.Runtime().(*backend.InProcess); ok {
 		if metaPath != "" || method == debias.PriDe {
@@ -679,23 +690,26 @@ func openInput(path string, stdin io.Reader) (io.Reader, func(), error) {
 	return f, func() { _ = f.Close() }, nil
 }
 
-// openOutput opens the results file (creating its folder, locked against a second writer); it is synced to disk about once a second while written
-// (see syncingWriter) and on closing.
-func openOutput(path string, stdout io.Writer) (io.Writer, func() error, error) {
+// openOutput opens the results file (creating its folder, locked against a second writer); it
+// is synced to disk about once a second while written (see syncingWriter) and on closing.
+// empty truncates it: the caller calls it once the run can start, so that a run that fails to
+// start (a bad flag, a missing model or plugin) leaves an earlier results file as it was.
+func openOutput(path string, stdout io.Writer) (w io.Writer, closeOut, empty func() error, err error) {
 	if path == "" || path == "-" {
-		return stdout, func() error { return nil }, nil
+		none := func() error { return nil }
+		return stdout, none, none, nil
 	}
 	f, err := openLocked(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-		if err := f.Truncate(0); err != nil {
-			_ = f.Close()
-			return nil, nil, err
+	empty = func() error {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			return f.Truncate(0)
 		}
+		return nil
 	}
-	return &syncingWriter{f: f, interval: time.Second, last: time.Now()}, func() error { return closeSynced(f) }, nil
+	return &syncingWriter{f: f, interval: time.Second, last: time.Now()}, func() error { return closeSynced(f) }, empty, nil
 }
 
 // errOutputBusy: another process holds the results file (two runs, or two shards, on one -o).

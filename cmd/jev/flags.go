@@ -43,7 +43,7 @@ type modelFlags struct {
 func (f *modelFlags) register(fs *flag.FlagSet) {
 	stringFlag(fs, &f.model, "m,model", "", "`path` of the GGUF model (default $JEV_MODEL, else the model `make model` fetched)")
 	intFlag(fs, &f.threads, "t,threads", runtime.NumCPU(), "n_threads: CPU `threads` for decoding")
-	intFlag(fs, &f.nGPULayers, "ngl,n-gpu-layers", -1, "n_gpu_layers: `layers` to offload to the GPU (-1 all; no effect in a CPU build)")
+	intFlag(fs, &f.nGPULayers, "ngl,n-gpu-layers", -1, "n_gpu_layers: `layers` to offload to the GPU device a --plugin brings (-1 all, 0 none: the CPU decides)")
 	stringFlag(fs, &f.kwargs, "chat-template-kwargs", `{"enable_thinking": false}`, "chat_template_kwargs: a JSON `object` of template variables")
 	stringFlag(fs, &f.templateFile, "chat-template-file", "", "Jinja chat template `file` to use instead of the model's tokenizer.chat_template")
 	stringFlag(fs, &f.templateDate, "template-date", "", "pin the `date` (YYYY-MM-DD) that templates read (strftime_now, date_string); every result records it as template_date (default: today, UTC)")
@@ -51,7 +51,7 @@ func (f *modelFlags) register(fs *flag.FlagSet) {
 	stringFlag(fs, &f.runtime, "runtime", "", "decide through a llama-server at this base `URL` (e.g. http://127.0.0.1:8080) instead of in-process: /apply-template, /tokenize, /detokenize, /completion")
 	stringFlag(fs, &f.apiKey, "api-key", "", "bearer `key` for --runtime (default $JEV_API_KEY)")
 	intFlag(fs, &f.nProbs, "n-probs", 1000, "with --runtime: the first n_probs asked of /completion; raised 8× at a time while an option's token is missing from the top `n`")
-	stringFlag(fs, &f.plugins, "plugin", "", "ggml backend plugin `files` to load before the model, comma-separated (libggml-vulkan.so, libggml-cuda.so; `gojev-native install --gpu` fetches them); default $GOJEV_PLUGINS (colon-separated)")
+	stringFlag(fs, &f.plugins, "plugin", "", "ggml backend plugin `files` to load before the model, comma-separated (libggml-vulkan.so, libggml-cuda.so; make plugin GPU=… or gojev-native install --gpu … fetches them); default $GOJEV_PLUGINS (colon-separated); none loads none")
 	boolFlag(fs, &f.cpuFallback, "cpu-fallback", "decide on the CPU when a --plugin fails to load or finds no GPU (default: that is an error)")
 	boolFlag(fs, &f.noMmap, "no-mmap", "read the weights into memory instead of memory-mapping them")
 	boolFlag(fs, &f.verbose, "v,verbose", "log llama.cpp's own messages (model loading, backends) to stderr")
@@ -88,9 +88,12 @@ func (f *modelFlags) modelPath() (string, error) {
 	return p, nil
 }
 
-// pluginList resolves --plugin (comma-separated), then $GOJEV_PLUGINS (colon-separated, as
-// PATH is).
+// pluginList resolves --plugin (comma-separated; "none" for none), then $GOJEV_PLUGINS
+// (colon-separated, as PATH is).
 func (f *modelFlags) pluginList() []string {
+	if f.plugins == "none" {
+		return nil
+	}
 	list := strings.Split(f.plugins, ",")
 	if f.plugins == "" {
 		list = filepath.SplitList(os.Getenv("GOJEV_PLUGINS"))

@@ -160,22 +160,45 @@ func TestCheckPrintsTheSlots(t *testing.T) {
 	assert.Contains(t, stdout, "decode           one-sequence (one prompt per llama_decode, exact")
 }
 
+// TestAFailedStartLeavesTheResultsFile: a run that cannot start (a bad flag value, a missing
+// model or plugin) leaves an earlier results file at -o as it was.
+func TestAFailedStartLeavesTheResultsFile(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	const before = "{\"id\":\"kept\"}\n"
+	rows := filepath.Join(testenv.RepoRoot(t), "examples", "tickets.jsonl")
+	for _, args := range [][]string{
+		{"--decode", "bogus", "-m", "/nonexistent.gguf"},
+		{"-m", "/nonexistent.gguf"},
+		{"--plugin", "/nonexistent/libggml-vulkan.so", "-m", "/nonexistent.gguf"},
+	} {
+		require.NoError(t, os.WriteFile(out, []byte(before), 0o644))
+		code, _, stderr := jev(t, "", append([]string{"decide", "-i", rows, "-o", out}, args...)...)
+		assert.NotEqual(t, 0, code, "%v", args)
+		assert.NotEmpty(t, stderr)
+		got, err := os.ReadFile(out)
+		require.NoError(t, err)
+		assert.Equal(t, before, string(got), "%v: the earlier results are kept", args)
+	}
+}
+
 func TestDecidingDevice(t *testing.T) {
 	cpu := llama.Device{Name: "CPU", Type: llama.DeviceCPU, Backend: "CPU"}
 	gpu := llama.Device{Name: "CUDA0", Type: llama.DeviceGPU, Backend: "CUDA"}
 	igpu := llama.Device{Name: "Vulkan0", Type: llama.DeviceIGPU, Backend: "Vulkan"}
 	for _, tc := range []struct {
-		devs []llama.Device
-		ngl  int
-		want string
+		devs    []llama.Device
+		ngl     int
+		plugins int
+		want    string
 	}{
-		{[]llama.Device{cpu}, -1, "CPU (no GPU device: --plugin loads"},
-		{[]llama.Device{gpu, cpu}, -1, "CUDA0 (-ngl -1: every layer offloaded)"},
-		{[]llama.Device{gpu, igpu, cpu}, -1, "CUDA0, Vulkan0 (-ngl -1"},
-		{[]llama.Device{gpu, cpu}, 0, "CPU (-ngl 0: no layer offloaded to CUDA0)"},
-		{[]llama.Device{igpu, cpu}, 12, "Vulkan0 and the CPU (-ngl 12: that many layers offloaded"},
+		{[]llama.Device{cpu}, -1, 0, "CPU (no GPU device: --plugin loads"},
+		{[]llama.Device{cpu}, -1, 1, "CPU (the plugin loaded but found no GPU device"},
+		{[]llama.Device{gpu, cpu}, -1, 1, "CUDA0 (-ngl -1: every layer offloaded)"},
+		{[]llama.Device{gpu, igpu, cpu}, -1, 2, "CUDA0, Vulkan0 (-ngl -1"},
+		{[]llama.Device{gpu, cpu}, 0, 1, "CPU (-ngl 0: no layer offloaded to CUDA0)"},
+		{[]llama.Device{igpu, cpu}, 12, 1, "Vulkan0 and the CPU (-ngl 12: that many layers offloaded"},
 	} {
-		assert.Contains(t, decidingDevice(tc.devs, tc.ngl), tc.want)
+		assert.Contains(t, decidingDevice(tc.devs, tc.ngl, tc.plugins), tc.want)
 	}
 }
 

@@ -450,6 +450,8 @@ func metaDisagrees(a, b *runMeta) string {
 		return "PriDe priors (give every shard the same --prior FILE)"
 	case n(a) != n(b):
 		return "shard counts (--shard I/N)"
+	case a.Decode != "" && b.Decode != "" && a.Decode != b.Decode:
+		return "decode modes (--decode; packed is the default on a GPU)"
 	}
 	return ""
 }

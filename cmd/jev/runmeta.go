@@ -26,20 +26,25 @@ type runMeta struct {
 	// Shard is "I/N" for a run of jev decide --shard (shard I of N).
 	Shard string `json:"shard,omitempty"`
 	// Parts are the results files jev merge joined into this one.
-	Parts         []string        `json:"parts,omitempty"`
-	Model         *debias.ModelID `json:"model,omitempty"`
-	Backend       string          `json:"backend"`
-	PromptVersion string          `json:"prompt_version"`
-	Debias        debias.Method   `json:"debias,omitempty"`
-	Prior         *debias.Prior   `json:"prior,omitempty"`
-	NThreads      int             `json:"n_threads"`
-	Started       time.Time       `json:"started"`
-	Finished      bool            `json:"finished"`
-	ElapsedS      float64         `json:"elapsed_s"`
-	Rows          int             `json:"rows"`
-	Decided       int             `json:"decided"`
-	Errors        int             `json:"errors"`
-	Skipped       int             `json:"skipped,omitempty"`
+	Parts   []string        `json:"parts,omitempty"`
+	Model   *debias.ModelID `json:"model,omitempty"`
+	Backend string          `json:"backend"`
+	// Decode is the in-process decode mode (one-sequence, packed); Devices the devices that
+	// decided (the GPU names, or CPU) and Plugins the backend plugins loaded.
+	Decode        string        `json:"decode,omitempty"`
+	Devices       []string      `json:"devices,omitempty"`
+	Plugins       []string      `json:"plugins,omitempty"`
+	PromptVersion string        `json:"prompt_version"`
+	Debias        debias.Method `json:"debias,omitempty"`
+	Prior         *debias.Prior `json:"prior,omitempty"`
+	NThreads      int           `json:"n_threads"`
+	Started       time.Time     `json:"started"`
+	Finished      bool          `json:"finished"`
+	ElapsedS      float64       `json:"elapsed_s"`
+	Rows          int           `json:"rows"`
+	Decided       int           `json:"decided"`
+	Errors        int           `json:"errors"`
+	Skipped       int           `json:"skipped,omitempty"`
 	// DecisionsPerS is Decided / ElapsedS of this invocation (a resumed run counts only
 	// what it decided itself).
 	DecisionsPerS float64 `json:"decisions_per_s"`
