@@ -210,11 +210,8 @@ func (b *InProcess) Logits(ctx context.Context, prompt []int32) ([]float32, erro
 }
 
 func (b *InProcess) nextTokenLogits(ctx context.Context, tokens []llama.Token) ([]float32, int, error) {
-	if len(tokens) == 0 {
-		return nil, 0, contract.ErrEmptyPrompt
-	}
-	if len(tokens) > b.nCtx {
-		return nil, 0, &PromptTooLongError{NTokens: len(tokens), NCtx: b.nCtx, NCtxTrain: b.nCtxTrain}
+	if err := b.checkPrompt(tokens); err != nil {
+		return nil, 0, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -225,15 +222,10 @@ func (b *InProcess) nextTokenLogits(ctx context.Context, tokens []llama.Token) (
 	if b.noReuse {
 		keep, spans = 0, alignedChunks(0, len(tokens), b.nBatch)
 	}
-	if keep < len(b.cached) {
-		if ok, err := b.lctx.SeqRm(0, keep, -1); err != nil || !ok {
-			keep = 0
-			if err := b.lctx.MemoryClear(); err != nil {
-				return nil, 0, err
-			}
-		}
+	keep, err := b.cutSeq0(keep)
+	if err != nil {
+		return nil, 0, err
 	}
-	b.cached = b.cached[:keep]
 	last := 0
 	for _, span := range spans {
 		b.batch.Clear()
@@ -254,6 +246,32 @@ func (b *InProcess) nextTokenLogits(ctx context.Context, tokens []llama.Token) (
 	}
 	logits, err := b.lctx.Logits(last)
 	return logits, len(tokens) - keep, err
+}
+
+// checkPrompt refuses a prompt no decode can take: empty, or longer than n_ctx.
+func (b *InProcess) checkPrompt(tokens []llama.Token) error {
+	if len(tokens) == 0 {
+		return contract.ErrEmptyPrompt
+	}
+	if len(tokens) > b.nCtx {
+		return &PromptTooLongError{NTokens: len(tokens), NCtx: b.nCtx, NCtxTrain: b.nCtxTrain}
+	}
+	return nil
+}
+
+// cutSeq0 cuts sequence 0 back to its first keep cached tokens (b.mu held), emptying the whole
+// cache when llama.cpp cannot remove part of it, and returns how many tokens stay cached.
+func (b *InProcess) cutSeq0(keep int) (int, error) {
+	if keep < len(b.cached) {
+		if ok, err := b.lctx.SeqRm(0, keep, -1); err != nil || !ok {
+			keep = 0
+			if err := b.lctx.MemoryClear(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	b.cached = b.cached[:keep]
+	return keep, nil
 }
 
 // Close frees the batch, the context, the template and the model, in that order. Idempotent.

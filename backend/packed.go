@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/llama"
 )
 
@@ -55,11 +54,8 @@ func (b *InProcess) NextTokens(ctx context.Context, prompts [][]int32, ids [][]i
 		return nil, fmt.Errorf("%w: %d prompts in one packed decode, more than PackSeqs %d", ErrOptions, len(prompts), b.opts.PackSeqs)
 	}
 	for _, p := range prompts {
-		if len(p) == 0 {
-			return nil, contract.ErrEmptyPrompt
-		}
-		if len(p) > b.nCtx {
-			return nil, &PromptTooLongError{NTokens: len(p), NCtx: b.nCtx, NCtxTrain: b.nCtxTrain}
+		if err := b.checkPrompt(p); err != nil {
+			return nil, err
 		}
 	}
 	b.mu.Lock()
@@ -118,15 +114,9 @@ func (b *InProcess) decodeGroup(ctx context.Context, group, ids [][]int32, prefi
 	head := group[0][:prefix]
 	keep := commonPrefix(b.cached, head)
 	keep -= keep % Align
-	if keep < len(b.cached) {
-		if ok, err := b.lctx.SeqRm(0, keep, -1); err != nil || !ok {
-			keep = 0
-			if err := b.lctx.MemoryClear(); err != nil {
-				return err
-			}
-		}
+	if keep, err = b.cutSeq0(keep); err != nil {
+		return err
 	}
-	b.cached = b.cached[:keep]
 	for _, span := range alignedChunks(keep, prefix, b.nBatch) {
 		b.batch.Clear()
 		for i := span[0]; i < span[1]; i++ {
