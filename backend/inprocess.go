@@ -222,9 +222,13 @@ func (b *InProcess) nextTokenLogits(ctx context.Context, tokens []llama.Token) (
 	if b.noReuse {
 		keep, spans = 0, alignedChunks(0, len(tokens), b.nBatch)
 	}
+	planned := keep
 	keep, err := b.cutSeq0(keep)
 	if err != nil {
 		return nil, 0, err
+	}
+	if keep != planned { // the cache was emptied: decode the prompt whole
+		spans = alignedChunks(keep, len(tokens), b.nBatch)
 	}
 	last := 0
 	for _, span := range spans {
