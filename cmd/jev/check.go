@@ -82,12 +82,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // a GPU backend is there and layers are offloaded, else the CPU. plugins is how many backend
 // plugins were loaded.
 func decidingDevice(devs []llama.Device, nGPULayers, plugins int) string {
-	var gpus []string
-	for _, d := range devs {
-		if d.GPU() {
-			gpus = append(gpus, d.Name)
-		}
-	}
+	gpus := gpuNames(devs)
 	switch {
 	case len(gpus) == 0 && plugins > 0:
 		return "CPU (the plugin loaded but found no GPU device: see the warning above)"
@@ -106,14 +101,21 @@ func decidingDevice(devs []llama.Device, nGPULayers, plugins int) string {
 func decidingDevices(devs []llama.Device, nGPULayers int) []string {
 	var out []string
 	if nGPULayers != 0 {
-		for _, d := range devs {
-			if d.GPU() {
-				out = append(out, d.Name)
-			}
-		}
+		out = gpuNames(devs)
 	}
 	if len(out) == 0 || nGPULayers > 0 {
 		out = append(out, "CPU")
+	}
+	return out
+}
+
+// gpuNames names the devices layers can be offloaded to (Device.GPU), in ggml's order.
+func gpuNames(devs []llama.Device) []string {
+	var out []string
+	for _, d := range devs {
+		if d.GPU() {
+			out = append(out, d.Name)
+		}
 	}
 	return out
 }
