@@ -61,34 +61,38 @@ type request struct {
 	row    contract.Row
 	start  time.Time
 	method debias.Method
-	jobs   []*job // direct: one, or k (Cyclic: jobs[s] is shift s); binary: one
+	jobs   []*job // direct: one, or one per shift (jobs[j] is shift shifts[j]); binary: one
+	shifts []int  // the cyclic shifts decided (nil: the row's own order only)
 	// Contextual: content-free jobs (one per evidence in debias.ContentFreeEvidence) for the
 	// candidates whose content-free p_yes is not cached yet (cfOpts), in that order.
 	cf     []*job
 	cfOpts []contract.Option
 }
 
-// begin prepares and enqueues a row's prompts under method. Errors are the row's: bad
-// options, render or check failures, debias.ErrNoPrior; or ctx's and llama.ErrClosed.
-func (d *Decider) begin(ctx context.Context, row contract.Row, method debias.Method) (*request, error) {
+// begin prepares and enqueues a row's prompts under method, decided under permute evenly
+// spaced cyclic shifts (debias.Shifts: 0 is all k under Cyclic, one decode under PriDe).
+// Errors are the row's: bad options, render or check failures, debias.ErrNoPrior; or ctx's and
+// llama.ErrClosed.
+func (d *Decider) begin(ctx context.Context, row contract.Row, method debias.Method, permute int) (*request, error) {
 	d.preparingAdd(1)
 	defer d.preparingAdd(-1)
 	r := &request{row: row, start: time.Now(), method: method}
 	if err := row.Validate(); err != nil {
 		return nil, err
 	}
-	rows := []contract.Row{row}
-	switch method {
-	case debias.Cyclic:
-		for s := 1; s < len(row.Options); s++ {
-			p := row
-			p.Options = debias.Permute(row.Options, s)
-			rows = append(rows, p)
-		}
-	case debias.PriDe:
+	if method == debias.PriDe {
 		if _, ok := d.prior.Load().For(len(row.Options)); !ok && len(row.Options) > 1 {
 			return nil, fmt.Errorf("%w: %d options (estimate one first: EstimatePrior, or a prior file)", debias.ErrNoPrior, len(row.Options))
 		}
+	}
+	if method == debias.Cyclic || (method == debias.PriDe && permute > 1) {
+		r.shifts = debias.Shifts(len(row.Options), permute)
+	}
+	rows := []contract.Row{row}
+	for _, s := range r.shifts[min(1, len(r.shifts)):] {
+		p := row
+		p.Options = debias.Permute(row.Options, s)
+		rows = append(rows, p)
 	}
 	for _, rr := range rows {
 		j, err := d.newJob(ctx, rr)
@@ -138,14 +142,20 @@ func (d *Decider) end(ctx context.Context, r *request) (*Result, error) {
 		results[i] = res
 	}
 	res := results[0]
-	switch r.method {
-	case debias.None:
-		return res, nil
-	case debias.Cyclic:
-		return d.combineCyclic(r, results, debias.Cyclic)
-	case debias.PriDe:
-		return d.applyPrior(r, res)
-	case debias.Contextual:
+	switch {
+	case r.method == debias.None:
+		return d.finish(res), nil
+	case r.shifts != nil:
+		var prior []float64
+		if r.method == debias.PriDe {
+			prior, _ = d.prior.Load().For(len(r.row.Options))
+		}
+		out, err := d.combineShifts(r, results, r.method, prior)
+		return d.finish(out), err
+	case r.method == debias.PriDe:
+		out, err := d.applyPrior(r, res)
+		return d.finish(out), err
+	case r.method == debias.Contextual:
 		cf := make([][]float64, len(r.cf))
 		for i, j := range r.cf {
 			out, err := d.wait(ctx, j)
@@ -163,7 +173,8 @@ func (d *Decider) end(ctx context.Context, r *request) (*Result, error) {
 			}
 			d.contentFree.Store(contentFreeKey(r.row.Question, opt), vals)
 		}
-		return d.calibrate(r, res)
+		out, err := d.calibrate(r, res)
+		return d.finish(out), err
 	}
 	return nil, fmt.Errorf("%w: unknown debias method %q", ErrOptions, r.method)
 }
@@ -203,19 +214,30 @@ func finishDebiased(r *request, res *Result, d *Debiased) *Result {
 	return &out
 }
 
-// combineCyclic averages a row's k cyclic permutations (debias.AverageCyclic).
-func (d *Decider) combineCyclic(r *request, results []*Result, method debias.Method) (*Result, error) {
+// combineShifts averages a row's cyclic permutations r.shifts (debias.AverageShifts), each
+// first debiased with prior (debias.ApplyPrior) when one is given.
+func (d *Decider) combineShifts(r *request, results []*Result, method debias.Method, prior []float64) (*Result, error) {
 	perms := make([][]float64, len(results))
-	db := &Debiased{Method: method}
-	for s, res := range results {
-		perms[s] = positionLogprobs(res)
-		if s > 0 {
-			db.Permutations = append(db.Permutations, Permutation{Shift: s, PromptSHA256: res.PromptSHA256,
-				NPromptTokens: res.NPromptTokens, Logprobs: perms[s]})
+	db := &Debiased{Method: method, Prior: prior}
+	for j, res := range results {
+		perms[j] = positionLogprobs(res)
+		if j > 0 {
+			db.Permutations = append(db.Permutations, Permutation{Shift: r.shifts[j], PromptSHA256: res.PromptSHA256,
+				NPromptTokens: res.NPromptTokens, Logprobs: perms[j]})
+		}
+	}
+	scored := perms
+	if prior != nil {
+		scored = make([][]float64, len(perms))
+		for j, lp := range perms {
+			var err error
+			if scored[j], _, err = debias.ApplyPrior(lp, prior); err != nil {
+				return nil, err
+			}
 		}
 	}
 	var err error
-	if db.Scores, db.Probabilities, err = debias.AverageCyclic(perms); err != nil {
+	if db.Scores, db.Probabilities, err = debias.AverageShifts(scored, r.shifts); err != nil {
 		return nil, err
 	}
 	out := finishDebiased(r, results[0], db)
@@ -296,7 +318,7 @@ func (d *Decider) EstimatePrior(ctx context.Context, rows []contract.Row) (*debi
 		if err := ctx.Err(); err != nil {
 			return nil, out, fmt.Errorf("gojev: %w", err)
 		}
-		reqs[i], out[i].Err = d.begin(ctx, row, debias.Cyclic)
+		reqs[i], out[i].Err = d.begin(ctx, row, debias.Cyclic, 0)
 	}
 	rowPriors := map[int][][]float64{}
 	for i, r := range reqs {
@@ -315,7 +337,7 @@ func (d *Decider) EstimatePrior(ctx context.Context, rows []contract.Row) (*debi
 		if out[i].Err != nil {
 			continue
 		}
-		res, err := d.combineCyclic(r, results, debias.PriDe)
+		res, err := d.combineShifts(r, results, debias.PriDe, nil)
 		if err != nil {
 			out[i].Err = err
 			continue
@@ -357,6 +379,7 @@ func (d *Decider) EstimatePrior(ctx context.Context, rows []contract.Row) (*debi
 			if prior, ok := p.For(len(rows[i].Options)); ok {
 				out[i].Result.Debias.Prior = prior
 			}
+			out[i].Result = d.finish(out[i].Result)
 		}
 	}
 	return p, out, nil

@@ -84,6 +84,9 @@ func New(ctx context.Context, rt backend.Backend, opts Options) (*Decider, error
 	d.base, d.cancelBase = context.WithCancel(context.Background())
 	d.stopped = make(chan struct{})
 	d.sched.d = d
+	if opts.Prior == nil && opts.Calibration != nil {
+		opts.Prior = opts.Calibration.Prior
+	}
 	d.prior.Store(opts.Prior)
 	go d.loop()
 	return d, nil
@@ -178,6 +181,12 @@ type Result struct {
 	Correct       *bool                     `json:"correct,omitempty"`
 	// Debias is what bias control added (nil without Options.Debias).
 	Debias *Debiased `json:"debias,omitempty"`
+	// Calibration is what a calibration profile added (nil without Options.Calibration);
+	// Probability is then calibrated.
+	Calibration *Calibration `json:"calibration,omitempty"`
+	// Abstained: Probability is below Options.AbstainBelow. The choice is kept; a caller
+	// hands the row to a person instead of acting on it.
+	Abstained bool `json:"abstained,omitempty"`
 	// Backend is "in-process" or the server's URL; Renderer "go", "llama" or "server";
 	// TemplateDate the clock the template read ("2006-01-02" at midnight, else RFC 3339):
 	// rerun with it pinned (Options.TemplateTime, jev --template-date) to reproduce
@@ -224,7 +233,7 @@ func (d *Decider) Stats() DeciderStats {
 // backend.ErrSpecialText, debias.ErrNoPrior, runtime errors; a cancelled ctx returns at once
 // with an error wrapping ctx.Err(); a closed Decider gives llama.ErrClosed.
 func (d *Decider) Decide(ctx context.Context, row Row) (*Result, error) {
-	r, err := d.begin(ctx, row, d.opts.Debias)
+	r, err := d.begin(ctx, row, d.opts.Debias, d.opts.Permute)
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +263,7 @@ func (d *Decider) DecideAll(ctx context.Context, rows []Row) ([]Outcome, error) 
 			d.preparingAdd(-int64(len(rows) - i))
 			break
 		}
-		reqs[i], out[i].Err = d.begin(ctx, row, d.opts.Debias)
+		reqs[i], out[i].Err = d.begin(ctx, row, d.opts.Debias, d.opts.Permute)
 		d.preparingAdd(-1)
 	}
 	for i, r := range reqs {

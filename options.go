@@ -3,9 +3,11 @@ package gojev
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/gojev/gojev/backend"
+	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
 )
@@ -67,7 +69,24 @@ type Options struct {
 	// content-free evidence, three extra prompts per question and candidate, cached).
 	Debias debias.Method
 	// Prior is PriDe's letter prior (a prior file, debias.LoadPrior), used under debias.PriDe.
+	// Without one, a Calibration profile's prior is used.
 	Prior *debias.Prior
+	// Permute is how many evenly spaced cyclic shifts of its options (debias.Shifts) each row
+	// is decided under, their log-probabilities averaged per option: under debias.Cyclic, 0
+	// (or any n ≥ k) means all k; under debias.PriDe, n > 1 divides the prior out of each
+	// shift before averaging (0 or 1: one decode). Cost: n decodes a row, sharing their prefix.
+	Permute int
+	// Calibration is a calibration profile (calibrate.Load; jev calibrate writes one). Each
+	// Result's Probability then follows the profile's map for the row's scoring
+	// (Options.Scoring), Result.Calibration records it with every option's calibrated
+	// probability, and the raw fields and the choice stay as they are. New refuses a profile
+	// of another prompt version or without the Decider's scoring (calibrate.ErrMismatch); the
+	// model is the caller's to check (Profile.Check with the model's sha256), as for a Prior.
+	Calibration *calibrate.Profile
+	// AbstainBelow marks every Result whose Probability (calibrated, with a Calibration) is
+	// below it as Abstained, keeping its choice; 0 abstains on nothing. Profile.Threshold
+	// gives the threshold that keeps the error rate of the rows decided within a budget.
+	AbstainBelow float64
 
 	// The fields below configure the runtime Open creates (backend.InProcessOptions
 	// documents each and its default). New takes a runtime already configured and ignores
@@ -116,5 +135,34 @@ func (o Options) check() error {
 		return fmt.Errorf("%w: debias method %q does not apply to %s (pride and cyclic: direct; contextual: binary)",
 			ErrOptions, o.Debias, o.Contract)
 	}
+	if o.Permute < 0 || (o.Permute > 1 && o.Debias != debias.Cyclic && o.Debias != debias.PriDe) {
+		return fmt.Errorf("%w: Permute %d needs debias.Cyclic or debias.PriDe (direct contract)", ErrOptions, o.Permute)
+	}
+	if !(o.AbstainBelow >= 0 && o.AbstainBelow <= 1) {
+		return fmt.Errorf("%w: AbstainBelow %v is not a probability", ErrOptions, o.AbstainBelow)
+	}
+	if p := o.Calibration; p != nil {
+		if p.PromptVersion != o.Contract.String() {
+			return fmt.Errorf("%w: %w: the profile is for %s, this Decider serves %s", ErrOptions, calibrate.ErrMismatch, p.PromptVersion, o.Contract)
+		}
+		if _, err := p.For(o.Scoring(0)); err != nil {
+			return fmt.Errorf("%w: %w", ErrOptions, err)
+		}
+	}
 	return nil
+}
+
+// Scoring names the scores a row of k options gets under these options, as calibration
+// profiles key their maps (calibrate.ScoringOf): "raw", "pride", "cyclic", "permute-N",
+// "pride+permute-N", "binary" or "contextual". k = 0 names the scoring of rows with more
+// options than Permute.
+func (o Options) Scoring(k int) string {
+	if k <= 0 {
+		k = math.MaxInt32
+	}
+	shifts := o.Permute
+	if o.Debias == debias.Cyclic && (shifts == 0 || shifts > k) {
+		shifts = k
+	}
+	return calibrate.ScoringOf(o.Contract == Binary, o.Debias, shifts, k, false)
 }

@@ -180,17 +180,46 @@ func ApplyPrior(logp, prior []float64) (scores, probs []float64, err error) {
 // cancels exactly in a mean of log-probabilities (the reference code averages probabilities;
 // the choice is the same up to that smoothing). Errors: ErrShape unless perms is k×k.
 func AverageCyclic(perms [][]float64) (scores, probs []float64, err error) {
-	k := len(perms)
-	if k == 0 {
-		return nil, nil, fmt.Errorf("%w: no permutations", ErrShape)
-	}
-	mean := make([]float64, k)
 	for s, row := range perms {
-		if len(row) != k {
-			return nil, nil, fmt.Errorf("%w: permutation %d has %d positions, want %d", ErrShape, s, len(row), k)
+		if len(row) != len(perms) {
+			return nil, nil, fmt.Errorf("%w: permutation %d has %d positions, want %d", ErrShape, s, len(row), len(perms))
+		}
+	}
+	return AverageShifts(perms, Shifts(len(perms), 0))
+}
+
+// Shifts are the cyclic shifts of k options a row is decided under when n of them are asked
+// for: n evenly spaced shifts ⌊j·k/n⌋, j = 0 … n−1, starting with the row's own order (0); all
+// k (0, 1, …, k−1) when n is 0 or at least k.
+func Shifts(k, n int) []int {
+	if n <= 0 || n > k {
+		n = k
+	}
+	out := make([]int, n)
+	for j := range out {
+		out[j] = j * k / n
+	}
+	return out
+}
+
+// AverageShifts is permutation averaging over some cyclic shifts: perms[j] holds the
+// log-probabilities by position under shift shifts[j], and each option gets its mean
+// log-probability over the positions it held, renormalised (LogSoftmax), with the softmax.
+// With all k shifts it is AverageCyclic; with fewer the letter prior no longer cancels exactly,
+// so a caller holding PriDe's prior divides it out of each permutation first (ApplyPrior).
+// Errors: ErrShape unless every permutation has k positions and each shift lies in [0, k).
+func AverageShifts(perms [][]float64, shifts []int) (scores, probs []float64, err error) {
+	if len(perms) == 0 || len(perms) != len(shifts) {
+		return nil, nil, fmt.Errorf("%w: %d permutations for %d shifts", ErrShape, len(perms), len(shifts))
+	}
+	k := len(perms[0])
+	mean := make([]float64, k)
+	for j, row := range perms {
+		if len(row) != k || shifts[j] < 0 || shifts[j] >= k {
+			return nil, nil, fmt.Errorf("%w: permutation %d has %d positions and shift %d, want %d positions", ErrShape, j, len(row), shifts[j], k)
 		}
 		for i, v := range row {
-			mean[(i+s)%k] += v / float64(k)
+			mean[(i+shifts[j])%k] += v / float64(len(perms))
 		}
 	}
 	scores = LogSoftmax(mean)

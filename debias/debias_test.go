@@ -200,3 +200,27 @@ func argmax(v []float64) int {
 	}
 	return best
 }
+
+func TestShiftsAndAverageShifts(t *testing.T) {
+	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, debias.Shifts(8, 0))
+	assert.Equal(t, []int{0, 4}, debias.Shifts(8, 2))
+	assert.Equal(t, []int{0, 2, 4, 6}, debias.Shifts(8, 4))
+	assert.Equal(t, []int{0, 1, 3}, debias.Shifts(5, 3))
+	assert.Equal(t, []int{0, 1, 2}, debias.Shifts(3, 9))
+
+	// Two shifts of 4 options: under shift 2, position i shows option (i+2) mod 4.
+	perms := [][]float64{
+		{math.Log(0.4), math.Log(0.3), math.Log(0.2), math.Log(0.1)},
+		{math.Log(0.1), math.Log(0.2), math.Log(0.3), math.Log(0.4)},
+	}
+	scores, probs, err := debias.AverageShifts(perms, []int{0, 2})
+	require.NoError(t, err)
+	// Option 0: positions 0 (0.4) and 2 (0.3); option 1: 0.3, 0.4; option 2: 0.2, 0.1; option 3: 0.1, 0.2.
+	want := debias.LogSoftmax([]float64{
+		(math.Log(0.4) + math.Log(0.3)) / 2, (math.Log(0.3) + math.Log(0.4)) / 2,
+		(math.Log(0.2) + math.Log(0.1)) / 2, (math.Log(0.1) + math.Log(0.2)) / 2})
+	assert.InDeltaSlice(t, want, scores, 1e-12)
+	assert.InDelta(t, 1, probs[0]+probs[1]+probs[2]+probs[3], 1e-12)
+	_, _, err = debias.AverageShifts(perms, []int{0, 4})
+	assert.ErrorIs(t, err, debias.ErrShape)
+}

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 type biasFlags struct {
 	debias      string
 	permute     string
+	permuteN    int // --permute N (0: cyclic, all k)
 	priorFile   string
 	sampleFrac  float64
 	sampleMinRn int
@@ -31,7 +33,7 @@ type biasFlags struct {
 
 func (b *biasFlags) register(fs *flag.FlagSet) {
 	stringFlag(fs, &b.debias, "debias", "", "bias `method`: pride (direct: PriDe, a letter prior estimated without labels from a 5% sample under all cyclic permutations, then one decode per row; Zheng et al., ICLR 2024) or contextual (binary: p_yes calibrated against content-free evidence; Zhao et al., ICML 2021). The raw scores stay in every record")
-	stringFlag(fs, &b.permute, "permute", "", "`cyclic`: decide every row under all k cyclic permutations of its options and average each option's log-probability (k decodes a row, sharing their prefix; the most accurate)")
+	stringFlag(fs, &b.permute, "permute", "", "`cyclic` or N: decide every row under all k cyclic permutations of its options (cyclic), or N evenly spaced ones, and average each option's log-probability (k or N decodes a row, sharing their prefix); with --debias pride, N > 1 divides the prior out of each permutation before averaging")
 	stringFlag(fs, &b.priorFile, "prior", "", "PriDe's prior `file` (JSON): read it when it exists (no estimation), else estimate the prior and save it there, to reuse for this model and contract")
 	boolFlag(fs, &b.priorOnly, "prior-only", "with --debias pride --prior FILE: estimate the prior from the input's sample, save it to FILE and stop, deciding nothing (the first step of a sharded run: every --shard then reads FILE); when FILE exists, only check it")
 	floatFlag(fs, &b.sampleFrac, "pride-sample", debias.DefaultSampleFraction, fmt.Sprintf("the `fraction` of rows (per option count; at least %d) PriDe estimates its prior from", debias.DefaultMinSampleRows))
@@ -41,27 +43,34 @@ func (b *biasFlags) register(fs *flag.FlagSet) {
 // method resolves the flags for a contract.
 func (b *biasFlags) method(c gojev.Contract) (debias.Method, error) {
 	if b.permute != "" && b.permute != "cyclic" {
-		return "", usageError{fmt.Errorf("--permute %q: want cyclic", b.permute)}
+		n, err := strconv.Atoi(b.permute)
+		if err != nil || n < 1 || n > len(contract.Letters) {
+			return "", usageError{fmt.Errorf("--permute %q: want cyclic (all k permutations) or a number of permutations, 1 to %d", b.permute, len(contract.Letters))}
+		}
+		b.permuteN = n
 	}
-	if b.permute != "" && b.debias != "" {
-		return "", usageError{errors.New("--permute cyclic and --debias are alternatives: choose one")}
+	if b.permute == "cyclic" && b.debias != "" {
+		return "", usageError{errors.New("--permute cyclic and --debias are alternatives: choose one (the letter prior cancels in the mean over all k permutations; --debias pride --permute N combines PriDe with N < k of them)")}
+	}
+	if b.permuteN > 0 && b.debias != "" && b.debias != "pride" {
+		return "", usageError{fmt.Errorf("--permute %d combines only with --debias pride", b.permuteN)}
 	}
 	if !(b.sampleFrac > 0 && b.sampleFrac <= 1) {
 		return "", usageError{fmt.Errorf("--pride-sample %v: want a fraction in (0, 1]", b.sampleFrac)}
 	}
 	m := debias.None
 	switch {
-	case b.permute == "cyclic":
-		m = debias.Cyclic
 	case b.debias == "pride":
 		m = debias.PriDe
 	case b.debias == "contextual":
 		m = debias.Contextual
 	case b.debias != "":
 		return "", usageError{fmt.Errorf("--debias %q: want pride (direct contract) or contextual (binary contract)", b.debias)}
+	case b.permute != "":
+		m = debias.Cyclic
 	}
 	if (m == debias.PriDe || m == debias.Cyclic) && c != gojev.Direct {
-		return "", usageError{fmt.Errorf("--debias pride and --permute cyclic control the letter bias of the direct contract; the binary contract has --debias contextual")}
+		return "", usageError{fmt.Errorf("--debias pride and --permute control the letter bias of the direct contract; the binary contract has --debias contextual")}
 	}
 	if m == debias.Contextual && c != gojev.Binary {
 		return "", usageError{errors.New("--debias contextual calibrates the binary contract's yes/no readout (--contract binary); the direct contract has --debias pride")}

@@ -67,7 +67,19 @@ Position bias (the raw scores stay in every record; the debiased ones are added)
                       on a small file the 10 sampled rows dominate). --prior FILE saves it, or
                       reads it when the file exists.
   --permute cyclic    every row under all k cyclic permutations, averaged (k times the cost).
-  --debias contextual with --contract binary: p_yes calibrated against content-free evidence.`
+  --permute N         N evenly spaced cyclic permutations (N times the cost); with --debias
+                      pride the prior is divided out of each before averaging.
+  --debias contextual with --contract binary: p_yes calibrated against content-free evidence.
+
+Calibrated probabilities and abstention (jev calibrate fits a profile from labelled results):
+  --calibration FILE  "probability" becomes the calibrated probability of the choice, and a
+                      "calibration" object gives the map, its parameters, the profile's sha256
+                      and every option's calibrated probability; the raw fields and the choices
+                      stay. A profile of another model, contract or scoring is refused.
+  --max-error E       abstain below the threshold that keeps the error rate of the rows decided
+                      at most E with --confidence (default 0.9), chosen on the profile's fitting
+                      rows; --abstain-below P sets the threshold by hand. Abstained rows keep
+                      their choice and get "abstained": true; the summary gives the coverage.`
 
 func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("decide", flag.ContinueOnError)
@@ -79,12 +91,14 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	var contractName, shardSpec string
 	var window int
 	var bf biasFlags
+	var cf calibrationFlags
 	stringFlag(fs, &in, "i,input", "", "rows `file` (JSONL; default stdin)")
 	stringFlag(fs, &out, "o,output", "", "results `file` (JSONL; default stdout); a run file <file>.run.json beside it records the model, flags, prior and timing for jev report")
 	stringFlag(fs, &format, "format", "", "output `format`: text (one readable line per row) or jsonl (default: text when writing to a terminal, else jsonl)")
 	boolFlag(fs, &quiet, "q,quiet", "no progress bar, no summary, no warnings")
 	stringFlag(fs, &contractName, "contract", "direct", "prompt `contract`: direct (direct-options-v1: one prompt, the letter of an option) or binary (binary-candidates-v1: one yes/no prompt per option, ranked by p_yes)")
 	bf.register(fs)
+	cf.register(fs)
 	intFlag(fs, &window, "window", 32, "`rows` decided at once: read ahead so their shared prefixes are decoded once (results stay in input order)")
 	boolFlag(fs, &resume, "resume", "continue an interrupted run into the existing -o file: keep its records, skip the rows they name, append the rest")
 	stringFlag(fs, &shardSpec, "shard", "", "decide only shard `I/N` of the input (I from 0): the lines L with (L-1) mod N = I; auto takes I and N from a Slurm array task or a Kubernetes Indexed Job; {shard} in -o becomes I; jev merge joins the parts")
@@ -109,6 +123,12 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err := bf.checkShard(method, part, out, resume); err != nil {
 		return err
 	}
+	opts := gojev.Options{Contract: c, Debias: method, Permute: bf.permuteN}
+	prof, err := cf.load(opts)
+	if err != nil {
+		return err
+	}
+	opts.Calibration = prof
 	r, closeIn, err := openInput(in, stdin)
 	if err != nil {
 		return err
@@ -192,7 +212,11 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if method == debias.PriDe && prev != nil && prev.Prior != nil && bf.priorFile == "" {
 		prior = prev.Prior
 	}
-	dec, err := mf.open(ctx, stderr, gojev.Options{Contract: c, Debias: method, Prior: prior})
+	if err := cf.threshold(prof, &opts, stderr, quiet); err != nil {
+		return err
+	}
+	opts.Prior = prior
+	dec, err := mf.open(ctx, stderr, opts)
 	if err != nil {
 		return err // a new run's -o is left as it was: emptied only once the model is ready
 	}
@@ -209,8 +233,12 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		meta.Plugins = slices.Sorted(maps.Keys(llama.LoadedBackends()))
 	}
 	meta.Shard = runFileShard(part)
+	meta.Permute, meta.AbstainBelow = bf.permuteN, opts.AbstainBelow
+	if prof != nil {
+		meta.Calibration = &runCalibration{File: cf.profile, SHA256: prof.SHA256}
+	}
 	if ip, ok := dec.Runtime().(*backend.InProcess); ok {
-		if metaPath != "" || method == debias.PriDe {
+		if metaPath != "" || method == debias.PriDe || prof != nil {
 			name, _, _ := ip.Model().Meta("general.name")
 			id, err := modelIdentity(ip.Model().Path(), name)
 			if err != nil {
@@ -222,14 +250,26 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		// Over --runtime the weights are the server's: a prior is tied to its URL.
 		meta.Model = &debias.ModelID{Name: mf.runtime}
 	}
+	if prof != nil && meta.Model != nil {
+		if err := prof.Check(*meta.Model, c.String()); err != nil {
+			return usageError{fmt.Errorf("--calibration %s: %w", cf.profile, err)}
+		}
+	}
 	if method == debias.PriDe {
 		if prior == nil {
 			if prior, err = bf.loadPrior(*meta.Model); err != nil {
 				return err
 			}
+			from := bf.priorFile
+			if prior == nil && bf.priorFile == "" && prof != nil && prof.Prior != nil {
+				if err := prof.Prior.Check(*meta.Model, c.String()); err != nil {
+					return usageError{fmt.Errorf("--calibration %s: its prior: %w", cf.profile, err)}
+				}
+				prior, from = prof.Prior, "the calibration profile "+cf.profile
+			}
 			if prior != nil {
 				if !quiet {
-					fmt.Fprintf(stderr, "jev decide: PriDe: prior read from %s: %s\n", bf.priorFile, formatPrior(prior))
+					fmt.Fprintf(stderr, "jev decide: PriDe: prior read from %s: %s\n", from, formatPrior(prior))
 				}
 				dec.SetPrior(prior)
 			}
@@ -294,7 +334,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		fmt.Fprintf(stderr, "jev decide: deciding the rows of %s, %d at a time; each line prints once it and the rows before it are decided\n", src, window)
 	}
-	sum := summary{debiased: method != debias.None, part: part}
+	sum := summary{debiased: method != debias.None, part: part, abstaining: opts.AbstainBelow > 0}
 	if !quiet {
 		sum.warn = stderr
 	}
@@ -518,11 +558,12 @@ type decided struct {
 	rawCorrect    *bool  // the raw choice's, when bias control changed the scores
 	letter        string // the chosen option's letter in the row's own order ("" for binary)
 	nOptions      int
+	abstained     bool
 }
 
 // resultDecided is what the summary counts of a Result.
 func resultDecided(res *gojev.Result) *decided {
-	d := &decided{nPromptTokens: res.NPromptTokens, correct: res.Correct, letter: res.ChosenLetter, nOptions: len(res.Options)}
+	d := &decided{nPromptTokens: res.NPromptTokens, correct: res.Correct, letter: res.ChosenLetter, nOptions: len(res.Options), abstained: res.Abstained}
 	if res.Debias != nil {
 		d.rawCorrect = res.Debias.RawCorrect
 	}
@@ -560,6 +601,9 @@ type summary struct {
 	part                  shard // the shard decided (zero: the whole input)
 	labelled, correct     int
 	rawCorrect            int // labelled rows the raw choice got right (under bias control)
+	abstaining            bool
+	abstained             int // rows below the abstention threshold
+	keptLabelled, keptOK  int // labelled rows not abstained, and those right
 	debiased              bool
 	promptTokens          int
 	elapsed               time.Duration
@@ -579,10 +623,19 @@ func (s *summary) add(d *decided) {
 	}
 	s.decided++
 	s.promptTokens += d.nPromptTokens
+	if d.abstained {
+		s.abstained++
+	}
 	if d.correct != nil {
 		s.labelled++
 		if *d.correct {
 			s.correct++
+		}
+		if !d.abstained {
+			s.keptLabelled++
+			if *d.correct {
+				s.keptOK++
+			}
 		}
 		if d.rawCorrect != nil && *d.rawCorrect {
 			s.rawCorrect++
@@ -646,6 +699,12 @@ func (s *summary) print(w io.Writer) {
 		fmt.Fprintf(w, ", accuracy %.1f%% (%d/%d labelled)", 100*float64(s.correct)/float64(s.labelled), s.correct, s.labelled)
 		if s.debiased {
 			fmt.Fprintf(w, ", raw %.1f%%", 100*float64(s.rawCorrect)/float64(s.labelled))
+		}
+	}
+	if s.abstaining && s.decided > 0 {
+		fmt.Fprintf(w, ", abstained %d: coverage %.1f%%", s.abstained, 100*float64(s.decided-s.abstained)/float64(s.decided))
+		if s.keptLabelled > 0 {
+			fmt.Fprintf(w, ", accuracy of the rows decided %.1f%% (%d/%d)", 100*float64(s.keptOK)/float64(s.keptLabelled), s.keptOK, s.keptLabelled)
 		}
 	}
 	if s.lettered > 0 {

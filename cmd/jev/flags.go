@@ -194,7 +194,8 @@ func (f *modelFlags) open(ctx context.Context, stderr io.Writer, base gojev.Opti
 	if err != nil {
 		return nil, err
 	}
-	opts.Contract, opts.Debias, opts.Prior = base.Contract, base.Debias, base.Prior
+	opts.Contract, opts.Debias, opts.Prior, opts.Permute = base.Contract, base.Debias, base.Prior, base.Permute
+	opts.Calibration, opts.AbstainBelow = base.Calibration, base.AbstainBelow
 	if f.runtime != "" {
 		if f.renderer != "" && f.renderer != backend.RendererServer {
 			return nil, usageError{fmt.Errorf("--renderer %s: with --runtime the server renders (--renderer server)", f.renderer)}

@@ -10,6 +10,7 @@
 //	jev decide --shard I/N -o out/part-{shard}.jsonl ...
 //	jev merge  -i rows.jsonl out/part-*.jsonl -o merged.jsonl
 //	jev report out.jsonl [more.jsonl ...] [--html report.html] [--json report.json]
+//	jev calibrate out.jsonl [more.jsonl ...] -o profile.json [--eval held.jsonl]
 //
 // Run `jev help` or `jev COMMAND -h` for the flags.
 package main
@@ -37,6 +38,8 @@ Usage:
                                                    join the shards' results in input order, checked
   jev report out.jsonl [more.jsonl ...] [--html r.html]
                                                    accuracy, F1, confusion, letters, calibration, side by side
+  jev calibrate out.jsonl -o profile.json          fit calibrated probabilities from labelled results;
+                                                   then jev decide --calibration profile.json [--max-error 0.1]
   jev render [-i rows.jsonl] [--format text]       each row's rendered prompt and its hash
   jev check                                        run the start-up checks and print the answer slots
   jev parity [-i rows.jsonl] [--runtime URL]       compare prompts, tokens, log-probs and choices with llama-server
@@ -83,6 +86,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runReport(ctx, args[1:], stdout, stderr)
 	case "merge":
 		err = runMerge(ctx, args[1:], stdout, stderr)
+	case "calibrate":
+		err = runCalibrate(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

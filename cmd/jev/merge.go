@@ -435,6 +435,12 @@ func metaDisagrees(a, b *runMeta) string {
 		b, _ := json.Marshal(m.Prior)
 		return string(b)
 	}
+	cal := func(m *runMeta) string {
+		if m.Calibration == nil {
+			return ""
+		}
+		return m.Calibration.SHA256
+	}
 	n := func(m *runMeta) int {
 		s, _ := parseShard(m.Shard, nil)
 		return s.N
@@ -444,8 +450,10 @@ func metaDisagrees(a, b *runMeta) string {
 		return "models"
 	case a.PromptVersion != b.PromptVersion:
 		return "contracts (prompt_version)"
-	case a.Debias != b.Debias:
+	case a.Debias != b.Debias || a.Permute != b.Permute:
 		return "bias control (--debias, --permute)"
+	case cal(a) != cal(b) || a.AbstainBelow != b.AbstainBelow:
+		return "calibration profiles or abstention thresholds (--calibration, --abstain-below, --max-error)"
 	case prior(a) != prior(b):
 		return "PriDe priors (give every shard the same --prior FILE)"
 	case n(a) != n(b):

@@ -36,18 +36,29 @@ type runMeta struct {
 	Plugins       []string      `json:"plugins,omitempty"`
 	PromptVersion string        `json:"prompt_version"`
 	Debias        debias.Method `json:"debias,omitempty"`
-	Prior         *debias.Prior `json:"prior,omitempty"`
-	NThreads      int           `json:"n_threads"`
-	Started       time.Time     `json:"started"`
-	Finished      bool          `json:"finished"`
-	ElapsedS      float64       `json:"elapsed_s"`
-	Rows          int           `json:"rows"`
-	Decided       int           `json:"decided"`
-	Errors        int           `json:"errors"`
-	Skipped       int           `json:"skipped,omitempty"`
+	// Permute is --permute N (0: none, or cyclic over all k).
+	Permute int           `json:"permute,omitempty"`
+	Prior   *debias.Prior `json:"prior,omitempty"`
+	// Calibration names the --calibration profile; AbstainBelow is the threshold in force.
+	Calibration  *runCalibration `json:"calibration,omitempty"`
+	AbstainBelow float64         `json:"abstain_below,omitempty"`
+	NThreads     int             `json:"n_threads"`
+	Started      time.Time       `json:"started"`
+	Finished     bool            `json:"finished"`
+	ElapsedS     float64         `json:"elapsed_s"`
+	Rows         int             `json:"rows"`
+	Decided      int             `json:"decided"`
+	Errors       int             `json:"errors"`
+	Skipped      int             `json:"skipped,omitempty"`
 	// DecisionsPerS is Decided / ElapsedS of this invocation (a resumed run counts only
 	// what it decided itself).
 	DecisionsPerS float64 `json:"decisions_per_s"`
+}
+
+// runCalibration is the calibration profile a run used.
+type runCalibration struct {
+	File   string `json:"file"`
+	SHA256 string `json:"sha256"`
 }
 
 // runMetaPath is the run file beside a results file.

@@ -45,6 +45,9 @@ func textEncoder(color bool) recordEncoder {
 			if r.ChosenLetter != "" {
 				fmt.Fprintf(&b, " (%s)", r.ChosenLetter)
 			}
+			if r.Abstained {
+				b.WriteString("  abstained")
+			}
 			if r.Correct != nil {
 				b.WriteString("  " + mark(*r.Correct))
 				if !*r.Correct {

@@ -73,7 +73,7 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 // WriteText writes the comparison table a person reads in a terminal.
 func (rep *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-28s %6s %20s %8s %6s %10s %8s %8s %8s\n", "run", "rows", "accuracy (95% CI)", "macro-F1", "ECE", "top letter", "p50 s", "p95 s", "dec/s")
+	fmt.Fprintf(&b, "%-28s %6s %20s %8s %6s %6s %10s %8s %8s %8s\n", "run", "rows", "accuracy (95% CI)", "macro-F1", "ECE", "Brier", "top letter", "p50 s", "p95 s", "dec/s")
 	for _, r := range rep.Runs {
 		acc := "n/a"
 		if r.Labelled > 0 {
@@ -87,7 +87,20 @@ func (rep *Report) WriteText(w io.Writer) error {
 		if r.DecisionsPerS != nil {
 			dps = fmt.Sprintf("%.3f", *r.DecisionsPerS)
 		}
-		fmt.Fprintf(&b, "%-28s %6d %20s %8.3f %6.3f %10s %8.1f %8.1f %8s\n", truncate(r.Name, 28), r.Rows, acc, r.MacroF1, r.ECE, top, r.LatencyP50MS/1000, r.LatencyP95MS/1000, dps)
+		fmt.Fprintf(&b, "%-28s %6d %20s %8.3f %6.3f %6.3f %10s %8.1f %8.1f %8s\n", truncate(r.Name, 28), r.Rows, acc, r.MacroF1, r.ECE, r.Brier, top, r.LatencyP50MS/1000, r.LatencyP95MS/1000, dps)
+	}
+	// Selective decisions: what thresholding the probability buys.
+	fmt.Fprintf(&b, "%-28s %7s %12s %12s %13s %22s\n", "run (ranked by probability)", "AURC", "acc@80%cov", "cov@≤5%err", "cov@≤10%err", "abstained: coverage, acc")
+	for _, r := range rep.Runs {
+		if r.Labelled == 0 {
+			continue
+		}
+		abst := "—"
+		if r.Abstained > 0 {
+			abst = fmt.Sprintf("%d: %.1f%%, %.1f%%", r.Abstained, 100*r.Coverage, 100*r.DecidedAccuracy)
+		}
+		fmt.Fprintf(&b, "%-28s %7.4f %11.1f%% %11.1f%% %12.1f%% %22s\n", truncate(r.Name, 28), r.Selective.AURC,
+			100*r.Selective.AccuracyAt80, 100*r.Selective.CoverageAt5, 100*r.Selective.CoverageAt10, abst)
 	}
 	for _, r := range rep.Runs {
 		if r.Paired != nil && r.Paired.Rows > 0 {
@@ -285,6 +298,51 @@ func svgReliability(r RunReport, c string) template.HTML {
 	return template.HTML(b.String())
 }
 
+// svgRiskCoverage draws every run's risk–coverage curve in one chart: coverage on x, the error
+// rate of the covered rows on y (up to the largest risk drawn, rounded up to 10 %).
+func svgRiskCoverage(runs []RunReport) template.HTML {
+	const w, h, left, bottom, top, right = 520, 300, 48, 40, 12, 150
+	maxRisk := 0.1
+	for _, r := range runs {
+		for _, c := range r.Selective.Curve {
+			if c.Coverage >= 0.05 {
+				maxRisk = max(maxRisk, c.Risk)
+			}
+		}
+	}
+	maxRisk = math.Ceil(maxRisk*10) / 10
+	pw, ph := float64(w-left-right), float64(h-top-bottom)
+	x := func(v float64) float64 { return float64(left) + pw*v }
+	y := func(v float64) float64 { return float64(top) + ph*(1-min(v, maxRisk)/maxRisk) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="risk against coverage">`, w, h)
+	for t := 0.0; t <= maxRisk+1e-9; t += maxRisk / 5 {
+		fmt.Fprintf(&b, `<line x1="%d" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%d" y="%.1f" font-size="10" text-anchor="end" dy="3">%.0f%%</text>`,
+			left, x(1), y(t), y(t), left-4, y(t), 100*t)
+	}
+	for t := 0.0; t <= 1+1e-9; t += 0.2 {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" text-anchor="middle">%.0f%%</text>`, x(t), y(0)+14, 100*t)
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="11" text-anchor="middle">coverage (share of rows decided)</text>`, x(0.5), h-6)
+	fmt.Fprintf(&b, `<text x="12" y="%.1f" font-size="11" text-anchor="middle" transform="rotate(-90 12 %.1f)">error rate</text>`, y(maxRisk/2), y(maxRisk/2))
+	for i, r := range runs {
+		if len(r.Selective.Curve) == 0 {
+			continue
+		}
+		var pts strings.Builder
+		for _, c := range r.Selective.Curve {
+			fmt.Fprintf(&pts, "%.1f,%.1f ", x(c.Coverage), y(c.Risk))
+		}
+		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="1.8"><title>%s: AURC %.4f</title></polyline>`,
+			strings.TrimSpace(pts.String()), colour(i), template.HTMLEscapeString(r.Name), r.Selective.AURC)
+		ly := float64(top) + 14*float64(i) + 6
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/><text x="%.1f" y="%.1f" font-size="11" dy="4">%s</text>`,
+			x(1)+10, x(1)+24, ly, ly, colour(i), x(1)+28, ly, template.HTMLEscapeString(truncate(r.Name, 20)))
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}
+
 // svgConfusion draws the confusion matrix as a heat map (rows gold, columns chosen).
 func svgConfusion(r RunReport) template.HTML {
 	n := len(r.Labels)
@@ -324,18 +382,20 @@ func svgConfusion(r RunReport) template.HTML {
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"pct": func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) },
 	"f3":  func(v float64) string { return fmt.Sprintf("%.3f", v) },
+	"f4":  func(v float64) string { return fmt.Sprintf("%.4f", v) },
 	"secs": func(ms float64) string {
 		if ms >= 10000 {
 			return fmt.Sprintf("%.0f s", ms/1000)
 		}
 		return fmt.Sprintf("%.2f s", ms/1000)
 	},
-	"colour":      colour,
-	"accuracy":    svgAccuracy,
-	"letters":     svgLetters,
-	"reliability": svgReliability,
-	"confusion":   svgConfusion,
-	"topconf":     func(r RunReport) []Confusion { return topConfusions(r, 12) },
+	"colour":       colour,
+	"accuracy":     svgAccuracy,
+	"letters":      svgLetters,
+	"reliability":  svgReliability,
+	"riskcoverage": svgRiskCoverage,
+	"confusion":    svgConfusion,
+	"topconf":      func(r RunReport) []Confusion { return topConfusions(r, 12) },
 	"dps": func(v *float64) string {
 		if v == nil {
 			return "n/a"
@@ -369,13 +429,13 @@ details{margin:6px 0}summary{cursor:pointer;color:#0b5394}code{font-size:12px;ba
 <h1>gojev evaluation report</h1>
 <p class="muted">{{len .Runs}} run(s), generated {{.Generated.Format "2006-01-02 15:04 UTC"}} by <code>jev report</code>.</p>
 <h2>Summary</h2>
-<div class="scroll"><table><tr><th class="l">run</th><th class="l">model</th><th class="l">bias control</th><th>rows (errors)</th><th>accuracy (95% CI)</th><th>macro-F1</th><th>ECE</th><th>top letter</th><th>latency p50 / p95</th><th>decisions/s</th><th class="l">vs first run</th></tr>
+<div class="scroll"><table><tr><th class="l">run</th><th class="l">model</th><th class="l">bias control</th><th>rows (errors)</th><th>accuracy (95% CI)</th><th>macro-F1</th><th>ECE</th><th>Brier</th><th>AURC</th><th>top letter</th><th>latency p50 / p95</th><th>decisions/s</th><th class="l">vs first run</th></tr>
 {{range $i, $r := .Runs}}<tr><td class="l"><span class="swatch" style="background:{{colour $i}}"></span>{{$r.Name}}</td><td class="l wrap">{{if $r.Model}}{{$r.Model}}{{else}}<span class="muted">not recorded</span>{{end}}</td><td class="l">{{if $r.Method}}{{$r.Method}}{{else}}none{{end}}</td>
-<td>{{$r.Rows}} ({{$r.Errors}})</td><td><b>{{pct $r.Accuracy}}</b> <span class="muted">({{pct $r.AccuracyCI.Low}}–{{pct $r.AccuracyCI.High}})</span></td><td>{{f3 $r.MacroF1}}</td><td>{{f3 $r.ECE}}</td>
+<td>{{$r.Rows}} ({{$r.Errors}})</td><td><b>{{pct $r.Accuracy}}</b> <span class="muted">({{pct $r.AccuracyCI.Low}}–{{pct $r.AccuracyCI.High}})</span></td><td>{{f3 $r.MacroF1}}</td><td>{{f3 $r.ECE}}</td><td>{{f3 $r.Brier}}</td><td>{{f4 $r.Selective.AURC}}</td>
 <td>{{if $r.TopLetter}}{{$r.TopLetter}} {{pct $r.TopLetterShare}}{{else}}n/a{{end}}</td><td>{{secs $r.LatencyP50MS}} / {{secs $r.LatencyP95MS}}</td><td>{{dps $r.DecisionsPerS}}</td>
 <td class="l">{{with $r.Paired}}+{{.Gained}} / −{{.Lost}} (p={{pval .PValue}}){{else}}—{{end}}</td></tr>
 {{end}}</table></div>
-<p class="muted">Accuracy over labelled rows, with the Wilson 95% interval. Latency: from a row's request to its result, queueing behind the rows decided at once (--window) included. ECE: expected calibration error of the chosen option's probability, 10 equal-width bins. Top letter: the answer letter chosen most often and its share (position bias at a glance). vs first run: labelled rows this run gets right and the first does not (+), the reverse (−), McNemar's exact p. A file decided with bias control gives two runs: its debiased choices and its raw ones "(raw)", from the same decodes.</p>
+<p class="muted">Accuracy over labelled rows, with the Wilson 95% interval. Latency: from a row's request to its result, queueing behind the rows decided at once (--window) included. ECE: expected calibration error of the chosen option's probability, 10 equal-width bins. Brier: mean multi-class Brier score, Σ over the options of (p − y)², 0 best. AURC: area under the risk–coverage curve, 0 best (below). A file decided with --calibration gives a run "(uncalibrated)" too: the same choices with the probabilities before the profile. Top letter: the answer letter chosen most often and its share (position bias at a glance). vs first run: labelled rows this run gets right and the first does not (+), the reverse (−), McNemar's exact p. A file decided with bias control gives two runs: its debiased choices and its raw ones "(raw)", from the same decodes.</p>
 {{accuracy .Runs}}
 <h2>Chosen letters against gold letters</h2>
 <p class="muted">A model without position bias chooses letters as often as they are right (grey).</p>
@@ -383,6 +443,12 @@ details{margin:6px 0}summary{cursor:pointer;color:#0b5394}code{font-size:12px;ba
 <h2>Calibration</h2>
 <p class="muted">Bars: accuracy of the decisions whose probability fell in each bin (numbers: rows); dots: their mean probability; dashed: perfect calibration.</p>
 <div class="grid">{{range $i, $r := .Runs}}<div class="card"><h3><span class="swatch" style="background:{{colour $i}}"></span>{{$r.Name}} — ECE {{f3 $r.ECE}}</h3>{{reliability $r (colour $i)}}</div>{{end}}</div>
+<h2>Selective decisions: risk against coverage</h2>
+<p class="muted">Rows ranked by the probability of their choice, most confident first: the error rate (risk) of the most confident rows against their share (coverage). A run whose probabilities rank its mistakes last sits low on the left. AURC: the area under the curve; acc@80%: accuracy of the 80% most confident rows; cov@≤5% and ≤10%: the most rows that can be decided at that error rate.</p>
+{{riskcoverage .Runs}}
+<div class="scroll"><table><tr><th class="l">run</th><th>AURC</th><th>accuracy at 80% coverage</th><th>coverage at ≤5% error</th><th>coverage at ≤10% error</th><th>abstained</th><th>coverage</th><th>accuracy of the decided rows</th></tr>
+{{range $i, $r := .Runs}}<tr><td class="l"><span class="swatch" style="background:{{colour $i}}"></span>{{$r.Name}}</td><td>{{f4 $r.Selective.AURC}}</td><td>{{pct $r.Selective.AccuracyAt80}}</td><td>{{pct $r.Selective.CoverageAt5}}</td><td>{{pct $r.Selective.CoverageAt10}}</td><td>{{$r.Abstained}}</td><td>{{if $r.Abstained}}{{pct $r.Coverage}}{{else}}—{{end}}</td><td>{{if $r.Abstained}}{{pct $r.DecidedAccuracy}}{{else}}—{{end}}</td></tr>
+{{end}}</table></div>
 <h2>Confusion and per-label figures</h2>
 {{range $i, $r := .Runs}}<details{{if eq $i 0}} open{{end}}><summary>{{$r.Name}}: {{len $r.Labels}} labels, macro-F1 {{f3 $r.MacroF1}}</summary>
 <div class="grid"><div class="card"><h3>Confusion matrix (rows: gold, columns: chosen, in label order)</h3>{{confusion $r}}</div>

@@ -18,6 +18,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/gojev/gojev/calibrate"
+	"github.com/gojev/gojev/debias"
 )
 
 // Record is the part of one jev decide output line a report reads: a decision (either
@@ -35,6 +38,7 @@ type Record struct {
 	Options       []struct {
 		ID          string  `json:"id"`
 		Letter      string  `json:"letter"`
+		Logprob     float64 `json:"logprob"`
 		Probability float64 `json:"probability"`
 	} `json:"options"`
 	Candidates []struct {
@@ -42,9 +46,19 @@ type Record struct {
 		PYes float64 `json:"p_yes"`
 	} `json:"candidates"`
 	Debias *struct {
-		Method    string `json:"method"`
-		RawChosen string `json:"raw_chosen"`
+		Method        string            `json:"method"`
+		RawChosen     string            `json:"raw_chosen"`
+		Scores        []float64         `json:"scores"`
+		Probabilities []float64         `json:"probabilities"`
+		PriorSample   bool              `json:"prior_sample"`
+		Permutations  []json.RawMessage `json:"permutations"`
 	} `json:"debias"`
+	Calibration *struct {
+		Scoring                 string    `json:"scoring"`
+		UncalibratedProbability float64   `json:"uncalibrated_probability"`
+		Probabilities           []float64 `json:"probabilities"`
+	} `json:"calibration"`
+	Abstained bool `json:"abstained"`
 }
 
 // Meta is what a run file (<results>.run.json, written by jev decide) tells about the run.
@@ -83,24 +97,38 @@ type Decision struct {
 	GoldLetter  string  // the label's letter
 	Probability float64 // the probability the run gave its choice
 	MS          float64
+	// Probs are the probabilities the run gave every option, in row order (direct: a
+	// distribution; binary: each candidate's p_yes), for the Brier score.
+	Probs []float64
+	// Scoring names the scores the choice came from (calibrate.ScoringOf), and Sample holds
+	// them uncalibrated with the label's index, for fitting a calibration map (jev calibrate);
+	// Sample.Label is -1 for an unlabelled row.
+	Scoring string
+	Sample  calibrate.Sample
+	// Abstained: the record says the row fell below its abstention threshold.
+	Abstained bool
 }
 
 // Run is one column of a report: the decisions of one results file, raw or debiased.
 type Run struct {
-	Name      string
-	Variant   string // "" or "raw": the raw choices of a file decided with bias control
-	Path      string
-	Meta      *Meta
-	Rows      int
-	Errors    int
-	Decisions []Decision
+	Name    string
+	Variant string // "", "uncalibrated" or "raw" (see Load)
+	Path    string
+	// PromptVersion is the contract of the file's first decision.
+	PromptVersion string
+	Meta          *Meta
+	Rows          int
+	Errors        int
+	Decisions     []Decision
 }
 
 // ErrNotResults: a file is not jev decide output.
 var ErrNotResults = errors.New("report: not a jev decide results file")
 
-// Load reads a results file and its run file (when present) into one Run, or two when the
-// file was decided with bias control: the debiased choices, then the raw ones (name + " (raw)").
+// Load reads a results file and its run file (when present) into its runs: the file's own
+// choices and probabilities; then, when it was decided with a calibration profile, the same
+// choices with their uncalibrated probabilities (name + " (uncalibrated)"); then, when it was
+// decided with bias control, the raw choices (name + " (raw)"), all from the same decodes.
 func Load(path, name string) ([]*Run, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -111,11 +139,15 @@ func Load(path, name string) ([]*Run, error) {
 		name = strings.TrimSuffix(filepath.Base(path), ".jsonl")
 	}
 	main := &Run{Name: name, Path: path}
+	uncal := &Run{Name: name + " (uncalibrated)", Variant: "uncalibrated", Path: path}
 	raw := &Run{Name: name + " (raw)", Variant: "raw", Path: path}
+	all := []*Run{main, uncal, raw}
 	if m, err := loadMeta(path + ".run.json"); err == nil {
-		main.Meta, raw.Meta = m, m
+		for _, r := range all {
+			r.Meta = m
+		}
 	}
-	debiased := false
+	debiased, calibrated := 0, 0
 	br := bufio.NewReaderSize(f, 1<<20)
 	for n := 1; ; n++ {
 		line, err := br.ReadBytes('\n')
@@ -124,19 +156,33 @@ func Load(path, name string) ([]*Run, error) {
 			if jerr := json.Unmarshal(line, &r); jerr != nil || (r.Error == "" && r.PromptVersion == "") {
 				return nil, fmt.Errorf("%w: %s line %d", ErrNotResults, path, n)
 			}
-			main.Rows++
-			raw.Rows++
+			for _, run := range all {
+				run.Rows++
+			}
 			if r.Error != "" {
-				main.Errors++
-				raw.Errors++
+				for _, run := range all {
+					run.Errors++
+				}
 			} else {
 				key := string(r.ID) + "#" + fmt.Sprint(r.Line)
-				main.Decisions = append(main.Decisions, decision(r, key, r.Chosen))
+				if main.PromptVersion == "" {
+					for _, run := range all {
+						run.PromptVersion = r.PromptVersion
+					}
+				}
+				d := decision(r, key, r.Chosen, false)
+				main.Decisions = append(main.Decisions, d)
+				if r.Calibration != nil {
+					calibrated++
+					u := d
+					u.Probability = r.Calibration.UncalibratedProbability
+					u.Probs = d.Sample.Probabilities()
+					u.Abstained = false
+					uncal.Decisions = append(uncal.Decisions, u)
+				}
 				if r.Debias != nil {
-					debiased = true
-					rd := decision(r, key, r.Debias.RawChosen)
-					rd.Probability = optionProbability(r, r.Debias.RawChosen)
-					raw.Decisions = append(raw.Decisions, rd)
+					debiased++
+					raw.Decisions = append(raw.Decisions, decision(r, key, r.Debias.RawChosen, true))
 				}
 			}
 		}
@@ -147,13 +193,21 @@ func Load(path, name string) ([]*Run, error) {
 			return nil, err
 		}
 	}
-	if debiased {
-		if len(raw.Decisions) != len(main.Decisions) {
-			return nil, fmt.Errorf("%w: %s mixes records with and without bias control", ErrNotResults, path)
+	runs := []*Run{main}
+	for _, v := range []struct {
+		run  *Run
+		n    int
+		what string
+	}{{uncal, calibrated, "a calibration profile"}, {raw, debiased, "bias control"}} {
+		switch v.n {
+		case 0:
+		case len(main.Decisions):
+			runs = append(runs, v.run)
+		default:
+			return nil, fmt.Errorf("%w: %s mixes records with and without %s", ErrNotResults, path, v.what)
 		}
-		return []*Run{main, raw}, nil
 	}
-	return []*Run{main}, nil
+	return runs, nil
 }
 
 func loadMeta(path string) (*Meta, error) {
@@ -168,21 +222,57 @@ func loadMeta(path string) (*Meta, error) {
 	return &m, nil
 }
 
-// decision reads one record's decision with chosen as its choice.
-func decision(r Record, key, chosen string) Decision {
-	d := Decision{Key: key, Chosen: chosen, Label: r.Label, MS: r.MS}
-	for _, o := range r.Options {
+// decision reads one record's decision with chosen as its choice: the record's own (raw
+// false: debiased and calibrated, as the record says), or its raw one (raw true).
+func decision(r Record, key, chosen string, raw bool) Decision {
+	d := Decision{Key: key, Chosen: chosen, Label: r.Label, MS: r.MS, Sample: calibrate.Sample{Label: -1}}
+	binary := r.Candidates != nil
+	d.Sample.Binary = binary
+	method, shifts, sample := debias.None, 0, false
+	if r.Debias != nil && !raw {
+		method, sample = debias.Method(r.Debias.Method), r.Debias.PriorSample
+		shifts = 1 + len(r.Debias.Permutations)
+	}
+	k := len(r.Options) + len(r.Candidates)
+	d.Scoring = calibrate.ScoringOf(binary, method, shifts, k, sample)
+	for i, o := range r.Options {
 		if o.ID == chosen {
 			d.Letter = o.Letter
 		}
 		if o.ID == r.Label {
 			d.GoldLetter = o.Letter
+			d.Sample.Label = i
 		}
 	}
-	if r.Probability != nil {
+	for i, c := range r.Candidates {
+		if c.ID == r.Label {
+			d.Sample.Label = i
+		}
+	}
+	switch {
+	case method != debias.None && binary:
+		d.Sample.Scores = r.Debias.Probabilities
+	case method != debias.None:
+		d.Sample.Scores = r.Debias.Scores
+	case binary:
+		for _, c := range r.Candidates {
+			d.Sample.Scores = append(d.Sample.Scores, c.PYes)
+		}
+	default:
+		lp := make([]float64, len(r.Options))
+		for i, o := range r.Options {
+			lp[i] = o.Logprob
+		}
+		d.Sample.Scores = debias.LogSoftmax(lp)
+	}
+	d.Probs = d.Sample.Probabilities()
+	d.Probability = optionProbability(r, chosen)
+	if r.Calibration != nil && !raw {
+		d.Probs = r.Calibration.Probabilities
+		d.Abstained = r.Abstained
+	}
+	if r.Probability != nil && !raw {
 		d.Probability = *r.Probability
-	} else {
-		d.Probability = optionProbability(r, chosen)
 	}
 	return d
 }
@@ -235,14 +325,8 @@ type LabelStats struct {
 	Predicted int     `json:"predicted"`
 }
 
-// Bin is one bin of a reliability diagram: decisions whose probability fell in [Low, High).
-type Bin struct {
-	Low        float64 `json:"low"`
-	High       float64 `json:"high"`
-	Count      int     `json:"count"`
-	Confidence float64 `json:"confidence"` // mean probability
-	Accuracy   float64 `json:"accuracy"`
-}
+// Bin is one bin of a reliability diagram (calibrate.Reliability).
+type Bin = calibrate.Bin
 
 // Metrics are one run's figures over its labelled decisions (latency over all decisions).
 type Metrics struct {
@@ -256,6 +340,17 @@ type Metrics struct {
 	MacroF1     float64  `json:"macro_f1"`
 	ECE         float64  `json:"ece"`
 	Reliability []Bin    `json:"reliability"`
+	// Brier is the mean multi-class Brier score of the labelled rows (calibrate.Metrics.Brier).
+	Brier float64 `json:"brier"`
+	// Selective is the risk–coverage curve of the labelled rows ranked by the probability of
+	// their choice, its area (AURC), accuracy at 80 % coverage and coverage at 5 % and 10 %
+	// error (calibrate.RiskCoverage).
+	Selective calibrate.Selective `json:"selective"`
+	// Abstained counts the decisions the records mark as abstained; DecidedAccuracy is the
+	// accuracy of the labelled rows that did not abstain, Coverage their share.
+	Abstained       int     `json:"abstained"`
+	Coverage        float64 `json:"coverage"`
+	DecidedAccuracy float64 `json:"decided_accuracy"`
 	// Labels holds per-label figures, sorted by label; Confusion[i][j] counts rows with gold
 	// Labels[i] decided as Labels[j].
 	Labels    []LabelStats `json:"labels"`
@@ -270,11 +365,6 @@ type Metrics struct {
 	LatencyP95MS   float64  `json:"latency_p95_ms"`
 	DecisionsPerS  *float64 `json:"decisions_per_s"`
 }
-
-// ECEBins is the number of equal-width confidence bins of the reliability diagram (Guo et
-// al., "On Calibration of Modern Neural Networks", ICML 2017, use 15; 10 is the common choice
-// for a few hundred rows).
-const ECEBins = 10
 
 // Compute returns a run's metrics.
 func Compute(r *Run) Metrics {
@@ -303,7 +393,24 @@ func Compute(r *Run) Metrics {
 	}
 	m.AccuracyCI = Wilson(m.Correct, m.Labelled)
 	m.Labels, m.Confusion, m.MacroF1 = perLabel(r.Decisions, labels)
-	m.Reliability, m.ECE = reliability(r.Decisions)
+	m.Reliability, m.ECE, m.Brier, m.Selective = calibration(r.Decisions)
+	decidedRight, decidedLabelled := 0, 0
+	for _, d := range r.Decisions {
+		if d.Abstained {
+			m.Abstained++
+		} else if d.Label != "" {
+			decidedLabelled++
+			if d.Chosen == d.Label {
+				decidedRight++
+			}
+		}
+	}
+	if m.Decided > 0 {
+		m.Coverage = float64(m.Decided-m.Abstained) / float64(m.Decided)
+	}
+	if decidedLabelled > 0 {
+		m.DecidedAccuracy = float64(decidedRight) / float64(decidedLabelled)
+	}
 	total := 0
 	for l, n := range m.Letters {
 		total += n
@@ -371,36 +478,36 @@ func perLabel(ds []Decision, set map[string]bool) ([]LabelStats, [][]int, float6
 	return stats, conf, macro
 }
 
-// reliability bins the labelled decisions by their probability into ECEBins equal-width bins
-// and returns the bins and the expected calibration error Σ_b (n_b/N)·|acc_b − conf_b| (Naeini
-// et al., AAAI 2015; Guo et al., ICML 2017). A probability of exactly 1 falls in the last bin.
-func reliability(ds []Decision) ([]Bin, float64) {
-	bins := make([]Bin, ECEBins)
-	for i := range bins {
-		bins[i].Low, bins[i].High = float64(i)/ECEBins, float64(i+1)/ECEBins
-	}
-	n := 0
+// calibration scores the labelled decisions' probabilities: the reliability diagram and ECE
+// (calibrate.Reliability, 10 equal-width bins; a probability of exactly 1 falls in the last
+// bin), the mean Brier score, and the risk–coverage curve.
+func calibration(ds []Decision) ([]Bin, float64, float64, calibrate.Selective) {
+	var conf []float64
+	var right []bool
+	var points []calibrate.Point
+	brier, nb := 0.0, 0
 	for _, d := range ds {
 		if d.Label == "" || math.IsNaN(d.Probability) {
 			continue
 		}
-		b := min(int(d.Probability*ECEBins), ECEBins-1)
-		bins[b].Count++
-		bins[b].Confidence += d.Probability
-		if d.Chosen == d.Label {
-			bins[b].Accuracy++
-		}
-		n++
-	}
-	ece := 0.0
-	for i := range bins {
-		if c := bins[i].Count; c > 0 {
-			bins[i].Confidence /= float64(c)
-			bins[i].Accuracy /= float64(c)
-			ece += float64(c) / float64(n) * math.Abs(bins[i].Accuracy-bins[i].Confidence)
+		conf, right = append(conf, d.Probability), append(right, d.Chosen == d.Label)
+		points = append(points, calibrate.Point{Confidence: d.Probability, Right: d.Chosen == d.Label})
+		if d.Sample.Label >= 0 && len(d.Probs) > 0 {
+			for i, p := range d.Probs {
+				y := 0.0
+				if i == d.Sample.Label {
+					y = 1
+				}
+				brier += (p - y) * (p - y)
+			}
+			nb++
 		}
 	}
-	return bins, ece
+	bins, ece := calibrate.Reliability(conf, right)
+	if nb > 0 {
+		brier /= float64(nb)
+	}
+	return bins, ece, brier, calibrate.RiskCoverage(points)
 }
 
 // Percentile returns the p-th percentile of v by linear interpolation between closest ranks

@@ -20,7 +20,7 @@ func tinyFile(t *testing.T) string {
 	t.Helper()
 	rec := func(id, label, chosen string, p, ms float64) string {
 		return fmt.Sprintf(`{"id":%q,"prompt_version":"direct-options-v1","chosen":%q,"probability":%v,"label":%q,"ms":%v,`+
-			`"options":[{"id":"a","letter":"A","probability":0.5},{"id":"b","letter":"B","probability":0.3},{"id":"c","letter":"C","probability":0.2}],`+
+			`"options":[{"id":"a","letter":"A","logprob":-1.6931471805599454,"probability":0.5},{"id":"b","letter":"B","logprob":-2.2039728043259361,"probability":0.3},{"id":"c","letter":"C","logprob":-2.6094379124341003,"probability":0.2}],`+
 			`"debias":{"method":"pride","raw_chosen":"a"}}`, id, chosen, p, label, ms)
 	}
 	lines := []string{
@@ -37,6 +37,48 @@ func tinyFile(t *testing.T) string {
 	meta := `{"prompt_version":"direct-options-v1","debias":"pride","model":{"file":"m.gguf","name":"M","sha256":"abc"},"elapsed_s":10,"decided":5,"args":["-i","x"]}`
 	require.NoError(t, os.WriteFile(path+".run.json", []byte(meta), 0o644))
 	return path
+}
+
+// TestSelectiveAndBrierOnAKnownFile checks the risk–coverage figures and the Brier score of
+// the tiny file by hand, and a calibrated record's three runs.
+func TestSelectiveAndBrierOnAKnownFile(t *testing.T) {
+	runs, err := report.Load(tinyFile(t), "")
+	require.NoError(t, err)
+	m := report.Compute(runs[0])
+	// By probability: 0.95 ✓, 0.9 ✓, 0.8 ✓, 0.6 ✗, 0.55 ✗: risks 0, 0, 0, 1/4, 2/5.
+	require.Len(t, m.Selective.Curve, 5)
+	for i, want := range []float64{0, 0, 0, 0.25, 0.4} {
+		assert.InDelta(t, want, m.Selective.Curve[i].Risk, 1e-12)
+		assert.InDelta(t, float64(i+1)/5, m.Selective.Curve[i].Coverage, 1e-12)
+	}
+	assert.InDelta(t, 0.6, m.Selective.Curve[3].Threshold, 1e-12)
+	assert.InDelta(t, 0.65/5, m.Selective.AURC, 1e-12)
+	assert.InDelta(t, 0.75, m.Selective.AccuracyAt80, 1e-12, "the 4 most confident rows: 3 right")
+	assert.InDelta(t, 0.6, m.Selective.CoverageAt5, 1e-12)
+	assert.InDelta(t, 0.6, m.Selective.CoverageAt10, 1e-12)
+	// The raw run's probabilities (0.5, 0.3, 0.2) against labels a, b, c, a, b:
+	// 0.38, 0.78, 0.98, 0.38, 0.78 → mean 0.66.
+	assert.InDelta(t, 0.66, report.Compute(runs[1]).Brier, 1e-9)
+
+	cal := `{"id":"c1","line":1,"prompt_version":"direct-options-v1","chosen":"a","probability":0.7,"label":"b",` +
+		`"options":[{"id":"a","letter":"A","logprob":-0.6931471805599453,"probability":0.5},{"id":"b","letter":"B","logprob":-0.6931471805599453,"probability":0.5}],` +
+		`"calibration":{"scoring":"raw","uncalibrated_probability":0.5,"probabilities":[0.7,0.3]},"abstained":true}`
+	path := filepath.Join(t.TempDir(), "cal.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(cal+"\n"), 0o644))
+	runs, err = report.Load(path, "")
+	require.NoError(t, err)
+	require.Len(t, runs, 2, "calibrated and uncalibrated")
+	c, u := report.Compute(runs[0]), report.Compute(runs[1])
+	assert.Equal(t, "cal (uncalibrated)", runs[1].Name)
+	assert.InDelta(t, 0.49+0.49, c.Brier, 1e-12, "(0.7−0)² + (0.3−1)²")
+	assert.InDelta(t, 0.5, u.Brier, 1e-12, "(0.5−0)² + (0.5−1)²")
+	assert.InDelta(t, 0.7, c.ECE, 1e-12)
+	assert.InDelta(t, 0.5, u.ECE, 1e-12)
+	assert.Equal(t, 1, c.Abstained)
+	assert.Equal(t, 0.0, c.Coverage)
+	assert.Equal(t, 0, u.Abstained)
+	assert.Equal(t, "raw", runs[0].Decisions[0].Scoring)
+	assert.Equal(t, 1, runs[0].Decisions[0].Sample.Label)
 }
 
 func TestMetricsOnAKnownFile(t *testing.T) {

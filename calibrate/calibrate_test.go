@@ -1,0 +1,259 @@
+package calibrate
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gojev/gojev/debias"
+)
+
+// sampleCalibrated draws n decisions of k options from a calibrated model: true logits z with
+// standard deviation spread, the label drawn from softmax(z), and the scores a miscalibrated
+// model reports, z·t (so temperature t undoes it).
+func sampleCalibrated(rng *rand.Rand, n, k int, spread, t float64) []Sample {
+	out := make([]Sample, n)
+	for i := range out {
+		z := make([]float64, k)
+		for j := range z {
+			z[j] = rng.NormFloat64() * spread
+		}
+		p := softmax(z, 1)
+		u, label := rng.Float64(), k-1
+		for j, acc := 0, 0.0; j < k; j++ {
+			if acc += p[j]; u < acc {
+				label = j
+				break
+			}
+		}
+		s := make([]float64, k)
+		for j := range z {
+			s[j] = z[j] * t
+		}
+		out[i] = Sample{Scores: logSoftmax(s, 1), Label: label}
+	}
+	return out
+}
+
+func TestTemperatureRecoversAKnownT(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		k    int
+		t    float64
+	}{
+		{"underconfident, 8 options", 8, 0.35},
+		{"overconfident, 4 options", 4, 2.5},
+		{"calibrated, 16 options", 16, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, uint64(tc.k)))
+			samples := sampleCalibrated(rng, 4000, tc.k, 2, tc.t)
+			m, err := Fit(Temperature, samples)
+			require.NoError(t, err)
+			assert.InDelta(t, tc.t, m.T, 0.08*tc.t, "fitted T")
+			// The fitted map is calibrated where the raw scores were not (unless T is 1).
+			before := Uncalibrated(samples)
+			probs := make([][]float64, len(samples))
+			for i, s := range samples {
+				probs[i] = m.Apply(s.Scores)
+			}
+			after := Score(samples, probs)
+			assert.Less(t, after.ECE, 0.03)
+			assert.Equal(t, before.Accuracy, after.Accuracy, "the choices do not move")
+			if tc.t != 1 {
+				assert.Less(t, after.NLL, before.NLL)
+				assert.Greater(t, before.ECE, 0.08)
+			}
+		})
+	}
+}
+
+func TestPlattRecoversAKnownMap(t *testing.T) {
+	// Binary: p_yes reported as σ(z), truth σ(0.5·z − 1).
+	rng := rand.New(rand.NewPCG(7, 7))
+	var samples []Sample
+	for range 3000 {
+		z := rng.NormFloat64() * 3
+		right := rng.Float64() < sigmoid(0.5*z-1)
+		label := 1
+		if right {
+			label = 0
+		}
+		samples = append(samples, Sample{Scores: []float64{sigmoid(z), 0.5}, Label: label, Binary: true})
+	}
+	// Only candidate 0 carries the signal; fit on it alone.
+	var x []float64
+	var y []bool
+	for _, s := range samples {
+		x, y = append(x, s.Scores[0]), append(y, s.Label == 0)
+	}
+	a, b := fitPlatt(x, y)
+	assert.InDelta(t, 0.5, a, 0.06)
+	assert.InDelta(t, -1, b, 0.15)
+}
+
+func TestTopLabelMapsKeepTheChoiceAndSumToOne(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	samples := sampleCalibrated(rng, 600, 8, 1.5, 0.4)
+	for _, method := range Methods {
+		t.Run(string(method), func(t *testing.T) {
+			m, err := Fit(method, samples)
+			require.NoError(t, err)
+			require.NoError(t, m.Check())
+			for _, s := range samples[:100] {
+				q := m.Apply(s.Scores)
+				sum := 0.0
+				for _, v := range q {
+					assert.GreaterOrEqual(t, v, 0.0)
+					sum += v
+				}
+				assert.InDelta(t, 1, sum, 1e-9)
+				if method == Temperature || method == Platt {
+					assert.Equal(t, s.Chosen(), argmax(q), "a monotone map keeps the argmax")
+				}
+			}
+			cv, err := CrossValidate(method, samples, 5)
+			require.NoError(t, err)
+			assert.Less(t, cv.ECE, Uncalibrated(samples).ECE, "cross-validated ECE below the raw one")
+		})
+	}
+}
+
+func TestIsotonicPoolsViolators(t *testing.T) {
+	// Outcomes by increasing x: 1 0 | 0 1 1 → PAV pools the first three (mean 1/3), then 1, 1.
+	xs, ys := fitIsotonic([]float64{0.1, 0.2, 0.3, 0.4, 0.5}, []bool{true, false, false, true, true})
+	assert.Equal(t, []float64{0.1, 0.3, 0.4, 0.5}, xs)
+	assert.InDeltaSlice(t, []float64{1.0 / 3, 1.0 / 3, 0.999, 0.999}, ys, 1e-12)
+	assert.InDelta(t, 1.0/3+0.5*(0.999-1.0/3), interp(0.35, xs, ys), 1e-12, "linear between the steps")
+	assert.InDelta(t, 1.0/3, interp(0.01, xs, ys), 1e-12, "constant below")
+}
+
+func TestHistogramBinsByMass(t *testing.T) {
+	x := make([]float64, 100)
+	y := make([]bool, 100)
+	for i := range x {
+		x[i] = float64(i) / 100
+		y[i] = i >= 50 // the upper half right
+	}
+	edges, values := fitHistogram(x, y)
+	require.Len(t, edges, 4) // 100/25
+	assert.InDelta(t, 0.245, edges[0], 1e-12)
+	assert.Equal(t, 1.0, edges[3])
+	assert.InDeltaSlice(t, []float64{1.0 / 27, 1.0 / 27, 26.0 / 27, 26.0 / 27}, values, 1e-12)
+	m := Map{Method: Histogram, X: edges, Y: values}
+	assert.InDelta(t, 26.0/27, m.top(0.9), 1e-12)
+	assert.InDelta(t, 1.0/27, m.top(0.1), 1e-12)
+}
+
+func TestReliabilityAndScore(t *testing.T) {
+	// Two rows at 0.95, one right; two at 0.55, both right.
+	bins, ece := Reliability([]float64{0.95, 0.95, 0.55, 0.55}, []bool{true, false, true, true})
+	assert.Equal(t, 2, bins[9].Count)
+	assert.InDelta(t, 0.5*0.45+0.5*0.45, ece, 1e-12)
+
+	s := []Sample{{Scores: []float64{math.Log(0.7), math.Log(0.2), math.Log(0.1)}, Label: 1}}
+	m := Uncalibrated(s)
+	assert.InDelta(t, 0.49+0.64+0.01, m.Brier, 1e-12)
+	assert.InDelta(t, -math.Log(0.2), m.NLL, 1e-12)
+	assert.Equal(t, 0.0, m.Accuracy)
+	assert.InDelta(t, 0.7, m.ECE, 1e-12)
+}
+
+func TestRiskCoverageOnKnownPoints(t *testing.T) {
+	pts := []Point{{0.9, true}, {0.8, false}, {0.7, true}, {0.6, true}, {0.5, false}}
+	s := RiskCoverage(pts)
+	// Risks at coverage 1..5 of 5: 0, 1/2, 1/3, 1/4, 2/5.
+	want := []float64{0, 0.5, 1.0 / 3, 0.25, 0.4}
+	for i, c := range s.Curve {
+		assert.InDelta(t, want[i], c.Risk, 1e-12)
+		assert.InDelta(t, float64(i+1)/5, c.Coverage, 1e-12)
+	}
+	assert.InDelta(t, (0+0.5+1.0/3+0.25+0.4)/5, s.AURC, 1e-12)
+	assert.InDelta(t, 0.75, s.AccuracyAt80, 1e-12, "the top 4 rows: 3 right")
+	assert.InDelta(t, 0.2, s.CoverageAt5, 1e-12)
+	assert.InDelta(t, 0.2, s.CoverageAt10, 1e-12)
+}
+
+func TestBinomialUpper(t *testing.T) {
+	// No error in n trials: (1−b)^n = δ, b = 1 − δ^(1/n).
+	assert.InDelta(t, 1-math.Pow(0.1, 1.0/20), BinomialUpper(0, 20, 0.1), 1e-9)
+	// One error in 10 at δ = 0.05: P(X ≤ 1) = (1−b)^10 + 10 b (1−b)^9 = 0.05 at b ≈ 0.3942.
+	b := BinomialUpper(1, 10, 0.05)
+	assert.InDelta(t, 0.05, math.Pow(1-b, 10)+10*b*math.Pow(1-b, 9), 1e-9)
+	assert.InDelta(t, 0.3942, b, 1e-3)
+}
+
+func TestSGRMatchesAHandComputation(t *testing.T) {
+	// 8 rows, by confidence: 0.9 ✓ 0.8 ✓ 0.7 ✓ 0.6 ✓ 0.5 ✗ 0.4 ✓ 0.3 ✗ 0.2 ✗. δ = 0.3 over
+	// ⌈log₂ 8⌉ = 3 steps: each bound at δ/3 = 0.1. Ascending, z = 0 … 7 is 0.2 … 0.9.
+	pts := []Point{{0.5, false}, {0.9, true}, {0.2, false}, {0.8, true}, {0.4, true}, {0.7, true}, {0.3, false}, {0.6, true}}
+	// Budget 0.5. Step 1: z = 4, θ = 0.6: 4 rows, 0 errors, bound 1 − 0.1^(1/4) = 0.4377 < 0.5:
+	// accepted, search lower. Step 2: z = 2, θ = 0.4: 6 rows, 1 error, bound b with
+	// (1−b)^6 + 6b(1−b)^5 = 0.1, b = 0.510 ≥ 0.5: up. Step 3: z = 3, θ = 0.5: 5 rows, 1 error,
+	// b = 0.584: up. The answer is θ = 0.6.
+	th, err := SGR(pts, 0.5, 0.3)
+	require.NoError(t, err)
+	assert.Equal(t, 0.6, th.Probability)
+	assert.InDelta(t, 0.5, th.Coverage, 1e-12)
+	assert.Equal(t, 0.0, th.Risk)
+	assert.InDelta(t, 1-math.Pow(0.1, 0.25), th.Bound, 1e-9)
+	assert.InDelta(t, 0.7, th.Confidence, 1e-12)
+	b6 := BinomialUpper(1, 6, 0.1)
+	assert.InDelta(t, 0.1, math.Pow(1-b6, 6)+6*b6*math.Pow(1-b6, 5), 1e-9)
+	assert.Greater(t, b6, 0.5, "so θ = 0.4 is refused")
+
+	// Budget 0.2: θ = 0.6 (bound 0.4377), then 0.8 (2 rows, 0.684), then 0.9 (1 row, 0.9): none.
+	th, err = SGR(pts, 0.2, 0.3)
+	require.ErrorIs(t, err, ErrBudget)
+	assert.InDelta(t, 1-math.Pow(0.1, 0.25), th.Bound, 1e-9, "the error names the best bound found")
+	assert.Contains(t, err.Error(), "0.438")
+}
+
+func TestProfileRoundTripAndRefusals(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	samples := map[string][]Sample{
+		ScoringRaw:   sampleCalibrated(rng, 200, 8, 1.5, 0.4),
+		ScoringPriDe: sampleCalibrated(rng, 200, 8, 1.5, 0.5),
+	}
+	model := debias.ModelID{File: "m.gguf", SHA256: "aaaa"}
+	p, err := New(model, "direct-options-v1", samples, 5)
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	b, err := p.Marshal()
+	require.NoError(t, err)
+	buf.Write(b)
+	q, err := Read(&buf)
+	require.NoError(t, err)
+	assert.Len(t, q.SHA256, 64)
+	assert.Equal(t, p.Scorings[ScoringRaw].Fitted.Pooled, q.Scorings[ScoringRaw].Fitted.Pooled)
+	assert.Equal(t, p.Scorings[ScoringRaw].Points, q.Scorings[ScoringRaw].Points)
+
+	assert.NoError(t, q.Check(model, "direct-options-v1"))
+	assert.ErrorIs(t, q.Check(debias.ModelID{File: "other.gguf", SHA256: "bbbb"}, "direct-options-v1"), ErrMismatch)
+	assert.ErrorIs(t, q.Check(model, "binary-candidates-v1"), ErrMismatch)
+	_, err = q.For(ScoringCyclic)
+	assert.ErrorIs(t, err, ErrMismatch)
+	assert.Contains(t, err.Error(), "pride, raw")
+
+	_, err = Read(bytes.NewReader([]byte(`{"format": "other"}`)))
+	assert.ErrorIs(t, err, ErrProfile)
+	bad := bytes.Replace(b, []byte(`"method": "`+string(q.Scorings[ScoringRaw].Method)+`"`), []byte(`"method": "magic"`), 1)
+	_, err = Read(bytes.NewReader(bad))
+	assert.True(t, errors.Is(err, ErrProfile), "an unknown method is refused: %v", err)
+}
+
+func TestScoringOf(t *testing.T) {
+	assert.Equal(t, "raw", ScoringOf(false, debias.None, 0, 8, false))
+	assert.Equal(t, "pride", ScoringOf(false, debias.PriDe, 0, 8, false))
+	assert.Equal(t, "pride", ScoringOf(false, debias.PriDe, 8, 8, true))
+	assert.Equal(t, "pride+permute-2", ScoringOf(false, debias.PriDe, 2, 8, false))
+	assert.Equal(t, "cyclic", ScoringOf(false, debias.Cyclic, 8, 8, false))
+	assert.Equal(t, "permute-4", ScoringOf(false, debias.Cyclic, 4, 8, false))
+	assert.Equal(t, "binary", ScoringOf(true, debias.None, 0, 8, false))
+	assert.Equal(t, "contextual", ScoringOf(true, debias.Contextual, 0, 8, false))
+}

@@ -1,0 +1,92 @@
+package gojev
+
+import (
+	"github.com/gojev/gojev/calibrate"
+	"github.com/gojev/gojev/debias"
+)
+
+// Calibration is what a calibration profile (Options.Calibration) added to a Result. The
+// Result's Probability is then the calibrated probability of its choice; the raw fields, the
+// bias-control fields and Chosen stay as they were.
+type Calibration struct {
+	// Scoring is the scoring the row's scores came from (Options.Scoring), Method the map the
+	// profile chose for it, K the option count the map was fitted for (0: fitted on every
+	// row), Params the map's parameters, ProfileSHA256 the profile file's sha256.
+	Scoring       string           `json:"scoring"`
+	Method        calibrate.Method `json:"method"`
+	K             int              `json:"k"`
+	Params        calibrate.Map    `json:"params"`
+	ProfileSHA256 string           `json:"profile_sha256"`
+	// UncalibratedProbability is the Probability the Result had before calibration.
+	UncalibratedProbability float64 `json:"uncalibrated_probability"`
+	// Probabilities are the calibrated probabilities in row order: direct, a distribution over
+	// the options (under a top-label map the chosen option's is calibrated and the others
+	// share the rest in proportion); binary, each candidate's calibrated p_yes.
+	Probabilities []float64 `json:"probabilities"`
+}
+
+// scoresOf are the scores a calibration map reads from a result, in row order, and whether
+// they are binary p_yes values: the debiased scores under bias control, else the raw ones.
+func scoresOf(res *Result) ([]float64, bool) {
+	binary := res.Candidates != nil
+	switch {
+	case res.Debias != nil && binary:
+		return res.Debias.Probabilities, true
+	case res.Debias != nil:
+		return res.Debias.Scores, false
+	case binary:
+		p := make([]float64, len(res.Candidates))
+		for i, c := range res.Candidates {
+			p[i] = c.PYes
+		}
+		return p, true
+	}
+	return positionLogprobs(res), false
+}
+
+// scoringOf names a result's scoring (calibrate.ScoringOf).
+func scoringOf(res *Result) string {
+	method, shifts, sample := debias.None, 0, false
+	if res.Debias != nil {
+		method, sample = res.Debias.Method, res.Debias.PriorSample
+		shifts = 1 + len(res.Debias.Permutations)
+	}
+	k := len(res.Options) + len(res.Candidates)
+	return calibrate.ScoringOf(res.Candidates != nil, method, shifts, k, sample)
+}
+
+// finish applies the Decider's calibration profile and abstention threshold to a result (nil
+// passes through). A scoring the profile lacks leaves the result uncalibrated (New checked the
+// Decider's own scoring; a row can differ only by having fewer options than Permute).
+func (d *Decider) finish(res *Result) *Result {
+	if res == nil {
+		return nil
+	}
+	if p := d.opts.Calibration; p != nil {
+		scoring := scoringOf(res)
+		if sc, err := p.For(scoring); err == nil {
+			scores, _ := scoresOf(res)
+			m, k := sc.Fitted.For(len(scores))
+			probs := m.Apply(scores)
+			chosen := 0
+			for i := range probs {
+				if res.idAt(i) == res.Chosen {
+					chosen = i
+				}
+			}
+			res.Calibration = &Calibration{Scoring: scoring, Method: m.Method, K: k, Params: m, ProfileSHA256: p.SHA256,
+				UncalibratedProbability: res.Probability, Probabilities: probs}
+			res.Probability = probs[chosen]
+		}
+	}
+	res.Abstained = d.opts.AbstainBelow > 0 && res.Probability < d.opts.AbstainBelow
+	return res
+}
+
+// idAt is the id of option i in row order.
+func (res *Result) idAt(i int) string {
+	if res.Candidates != nil {
+		return res.Candidates[i].ID
+	}
+	return res.Options[i].ID
+}

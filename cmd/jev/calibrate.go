@@ -1,0 +1,429 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/calibrate"
+	"github.com/gojev/gojev/debias"
+	"github.com/gojev/gojev/internal/report"
+)
+
+const calibrateSynopsis = `Usage: jev calibrate RESULTS.jsonl [more.jsonl ...] [-o profile.json] [--eval HELD.jsonl ...]
+
+Fits a calibration profile from results files that hold labels, without deciding anything
+again: for every scoring the files hold (raw; pride, from a --debias pride file, which holds
+the raw scores too; cyclic; permute-N; binary; contextual), it compares four maps from the
+probability a decision reports to how often such decisions are right, by k-fold
+cross-validation on the labelled rows:
+  temperature   softmax(scores/T), one T (Guo et al., ICML 2017)
+  platt         σ(a·logit(p) + b) of the chosen option's probability (Platt 1999)
+  histogram     equal-mass bins, each the share right (Zadrozny & Elkan 2001)
+  isotonic      the non-decreasing map closest to right/wrong (Zadrozny & Elkan 2002)
+and keeps the one with the lowest cross-validated Brier score. Maps are fitted per option
+count where 50 rows allow, else on every row. The figures printed are cross-validated (each
+fold calibrated by the map fitted on the others), never in-sample.
+
+-o writes the profile: the model (name, file sha256), the prompt_version, per scoring the
+chosen map and every method's figures, the fitting rows' calibrated probabilities (from which
+jev decide --max-error chooses an abstention threshold for any error budget), the PriDe prior
+of the fitting run, and the files it came from. Use it with
+  jev decide --calibration profile.json [--max-error 0.1 | --abstain-below 0.6] ...
+
+--eval scores the maps on other labelled results files (held-out rows), and for each
+--budgets error rate, the threshold SGR chooses on the fitting rows and what it gives on the
+held-out rows (coverage, and the error rate of the rows decided with its 95 % interval).
+
+  jev calibrate out/fit.jsonl -o profile.json --eval out/held.jsonl`
+
+func runCalibrate(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("calibrate", flag.ContinueOnError)
+	var out, jsonPath, budgets string
+	var evalFiles []string
+	var folds, limit int
+	var confidence float64
+	stringFlag(fs, &out, "o,output", "", "write the profile to `file` (JSON); without it, only the figures are printed")
+	fs.Func("eval", "score the maps on the labelled rows of a held-out results `file` (repeatable)", func(v string) error {
+		evalFiles = append(evalFiles, v)
+		return nil
+	})
+	intFlag(fs, &folds, "folds", calibrate.DefaultFolds, "cross-validation `folds`")
+	intFlag(fs, &limit, "rows", 0, "fit on the first `N` labelled rows of each scoring only (0: all): figures against the number of fitting rows")
+	stringFlag(fs, &budgets, "budgets", "0.05,0.10", "error `rates` whose SGR abstention thresholds --eval reports")
+	floatFlag(fs, &confidence, "confidence", 0.9, "the `confidence` (1−δ) of those thresholds' error bound")
+	stringFlag(fs, &jsonPath, "json", "", "write the figures as JSON to `file` (- for stdout, instead of the text)")
+	files, err := parseInterleaved(fs, args, stderr, calibrateSynopsis)
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return usageError{errors.New("name at least one labelled results file (jev decide -o FILE on rows with a \"label\"); jev calibrate -h explains")}
+	}
+	var maxErrors []float64
+	for _, b := range strings.Split(budgets, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(b), 64)
+		if err != nil || !(v > 0 && v < 1) {
+			return usageError{fmt.Errorf("--budgets %q: want error rates in (0, 1), comma-separated", budgets)}
+		}
+		maxErrors = append(maxErrors, v)
+	}
+	if !(confidence > 0 && confidence < 1) {
+		return usageError{fmt.Errorf("--confidence %v: want a probability in (0, 1)", confidence)}
+	}
+	fit, err := collectSamples(files, limit)
+	if err != nil {
+		return err
+	}
+	prof, err := calibrate.New(fit.model, fit.promptVersion, fit.samples, folds)
+	if err != nil {
+		return usageError{err}
+	}
+	prof.Prior, prof.Sources = fit.prior, fit.sources
+	if out != "" {
+		if err := prof.Save(out); err != nil {
+			return err
+		}
+	}
+	rep := calibrationReport{Profile: out, Model: fit.model, PromptVersion: fit.promptVersion, Folds: folds}
+	var held *sampleSet
+	if len(evalFiles) > 0 {
+		if held, err = collectSamples(evalFiles, 0); err != nil {
+			return err
+		}
+		if held.model.SHA256 != "" && fit.model.SHA256 != "" && held.model.SHA256 != fit.model.SHA256 {
+			return usageError{fmt.Errorf("--eval files were decided by model %s, the fitting files by %s", held.model.File, fit.model.File)}
+		}
+	}
+	for _, name := range prof.Names() {
+		sc := prof.Scorings[name]
+		sr := scoringReport{Scoring: name, Rows: len(fit.samples[name]), Chosen: sc.Method, Reason: sc.Reason,
+			Before: sc.Before, CrossValidated: sc.CV, Pooled: sc.Fitted.Pooled}
+		for _, k := range slices.Sorted(mapsKeysInt(sc.Fitted.ByOptions)) {
+			sr.ByOptions = append(sr.ByOptions, sc.Fitted.ByOptions[k])
+		}
+		if held != nil && len(held.samples[name]) > 0 {
+			if sr.Held, err = evalHeld(fit.samples[name], held.samples[name], sc, maxErrors, confidence); err != nil {
+				return err
+			}
+		}
+		rep.Scorings = append(rep.Scorings, sr)
+	}
+	if jsonPath == "-" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	rep.writeText(stdout)
+	if jsonPath != "" {
+		if err := writeFile(jsonPath, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(rep)
+		}); err != nil {
+			return err
+		}
+	}
+	if out != "" {
+		fmt.Fprintf(stderr, "jev calibrate: profile written to %s (sha256 %.12s…): jev decide --calibration %s\n", out, prof.SHA256, out)
+	}
+	return nil
+}
+
+func mapsKeysInt[V any](m map[int]V) func(func(int) bool) {
+	return func(yield func(int) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// sampleSet is the labelled decisions of some results files, by scoring.
+type sampleSet struct {
+	samples       map[string][]calibrate.Sample
+	model         debias.ModelID
+	promptVersion string
+	prior         *debias.Prior
+	sources       []calibrate.Source
+}
+
+// collectSamples reads results files into labelled samples by scoring (a --debias file gives
+// its debiased scoring and "raw"; a calibrated file its scores before calibration). A row seen
+// twice under one scoring (the raw rows of a raw run and of a PriDe run of the same input) is
+// kept once. limit > 0 keeps the first limit samples of each scoring. The files must agree on
+// the model and the prompt version.
+func collectSamples(files []string, limit int) (*sampleSet, error) {
+	set := &sampleSet{samples: map[string][]calibrate.Sample{}}
+	seen := map[string]bool{}
+	for _, path := range files {
+		runs, err := report.Load(path, "")
+		if err != nil {
+			return nil, usageError{err}
+		}
+		meta, _ := loadRunMeta(runMetaPath(path))
+		if meta != nil && meta.Model != nil {
+			if set.model.SHA256 != "" && meta.Model.SHA256 != "" && set.model.SHA256 != meta.Model.SHA256 {
+				return nil, usageError{fmt.Errorf("%s was decided by model %s (sha256 %.12s…), an earlier file by %s (sha256 %.12s…): fit one profile per model",
+					path, meta.Model.File, meta.Model.SHA256, set.model.File, set.model.SHA256)}
+			}
+			set.model = *meta.Model
+		}
+		if meta != nil && meta.Prior != nil && set.prior == nil {
+			set.prior = meta.Prior
+		}
+		pv := runs[0].PromptVersion
+		if set.promptVersion != "" && pv != "" && pv != set.promptVersion {
+			return nil, usageError{fmt.Errorf("%s holds %s decisions, an earlier file %s: fit one profile per contract", path, pv, set.promptVersion)}
+		}
+		if pv != "" {
+			set.promptVersion = pv
+		}
+		input := path
+		if meta != nil && meta.Input != "" {
+			input = meta.Input
+		}
+		labelled := 0
+		for _, run := range runs {
+			if run.Variant == "uncalibrated" {
+				continue // the same scores as the file's own run
+			}
+			for _, d := range run.Decisions {
+				key := d.Scoring + "\x00" + input + "\x00" + d.Key
+				if d.Sample.Label < 0 || len(d.Sample.Scores) == 0 || seen[key] {
+					continue
+				}
+				seen[key] = true
+				if limit > 0 && len(set.samples[d.Scoring]) >= limit {
+					continue
+				}
+				set.samples[d.Scoring] = append(set.samples[d.Scoring], d.Sample)
+				labelled++
+			}
+		}
+		sum, err := fileSHA256(path)
+		if err != nil {
+			return nil, err
+		}
+		set.sources = append(set.sources, calibrate.Source{File: path, SHA256: sum, Rows: labelled})
+	}
+	if len(set.samples) == 0 {
+		return nil, usageError{fmt.Errorf("no labelled decisions in %s: calibration needs rows with a \"label\"", strings.Join(files, ", "))}
+	}
+	return set, nil
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// calibrationReport is what jev calibrate prints (and --json writes).
+type calibrationReport struct {
+	Profile       string          `json:"profile,omitempty"`
+	Model         debias.ModelID  `json:"model"`
+	PromptVersion string          `json:"prompt_version"`
+	Folds         int             `json:"folds"`
+	Scorings      []scoringReport `json:"scorings"`
+}
+
+type scoringReport struct {
+	Scoring        string                                 `json:"scoring"`
+	Rows           int                                    `json:"rows"`
+	Chosen         calibrate.Method                       `json:"chosen"`
+	Reason         string                                 `json:"reason"`
+	Before         calibrate.Metrics                      `json:"before"`
+	CrossValidated map[calibrate.Method]calibrate.Metrics `json:"cross_validated"`
+	Pooled         calibrate.Map                          `json:"pooled"`
+	ByOptions      []calibrate.Map                        `json:"by_options,omitempty"`
+	Held           *heldReport                            `json:"held_out,omitempty"`
+}
+
+// heldReport scores every method, fitted on all the fitting rows, on held-out rows, and the
+// SGR thresholds of the chosen map.
+type heldReport struct {
+	Rows       int                                    `json:"rows"`
+	Before     calibrate.Metrics                      `json:"before"`
+	After      map[calibrate.Method]calibrate.Metrics `json:"after"`
+	Abstention []heldAbstention                       `json:"abstention"`
+}
+
+type heldAbstention struct {
+	calibrate.Threshold
+	Err          string          `json:"error,omitempty"`
+	HeldCoverage float64         `json:"held_coverage"`
+	HeldDecided  int             `json:"held_decided"`
+	HeldError    float64         `json:"held_error"`
+	HeldErrorCI  report.Interval `json:"held_error_ci95"`
+}
+
+func evalHeld(fitRows, heldRows []calibrate.Sample, sc *calibrate.Scoring, maxErrors []float64, confidence float64) (*heldReport, error) {
+	h := &heldReport{Rows: len(heldRows), Before: calibrate.Uncalibrated(heldRows), After: map[calibrate.Method]calibrate.Metrics{}}
+	apply := func(f *calibrate.Fitted) [][]float64 {
+		probs := make([][]float64, len(heldRows))
+		for i, s := range heldRows {
+			probs[i] = f.Apply(s.Scores)
+		}
+		return probs
+	}
+	for _, m := range calibrate.Methods {
+		f, err := calibrate.FitAll(m, fitRows)
+		if err != nil {
+			return nil, err
+		}
+		h.After[m] = calibrate.Score(heldRows, apply(f))
+	}
+	chosen := apply(sc.Fitted)
+	for _, e := range maxErrors {
+		th, err := calibrate.SGR(sc.Points, e, 1-confidence)
+		a := heldAbstention{Threshold: th}
+		if err != nil {
+			a.Err = err.Error()
+			h.Abstention = append(h.Abstention, a)
+			continue
+		}
+		wrong := 0
+		for i, s := range heldRows {
+			c := s.Chosen()
+			if chosen[i][c] >= th.Probability {
+				a.HeldDecided++
+				if c != s.Label {
+					wrong++
+				}
+			}
+		}
+		a.HeldCoverage = float64(a.HeldDecided) / float64(len(heldRows))
+		if a.HeldDecided > 0 {
+			a.HeldError = float64(wrong) / float64(a.HeldDecided)
+		}
+		a.HeldErrorCI = report.Wilson(wrong, a.HeldDecided)
+		h.Abstention = append(h.Abstention, a)
+	}
+	return h, nil
+}
+
+func (rep *calibrationReport) writeText(w io.Writer) {
+	fmt.Fprintf(w, "model %s (%s), %s; %d-fold cross-validation\n", rep.Model.Name, rep.Model.File, rep.PromptVersion, rep.Folds)
+	row := func(name string, m calibrate.Metrics, mark string) {
+		fmt.Fprintf(w, "  %-13s %6.3f %7.3f %7.3f %8.3f  %s\n", name, m.ECE, m.NLL, m.Brier, m.MeanConfidence, mark)
+	}
+	for _, sr := range rep.Scorings {
+		fmt.Fprintf(w, "\nscoring %s: %d labelled fitting rows, accuracy %.1f%%\n", sr.Scoring, sr.Rows, 100*sr.Before.Accuracy)
+		fmt.Fprintf(w, "  %-13s %6s %7s %7s %8s\n", "cross-valid.", "ECE", "NLL", "Brier", "mean p")
+		row("uncalibrated", sr.Before, "")
+		for _, m := range calibrate.Methods {
+			mark := ""
+			if m == sr.Chosen {
+				mark = "← chosen: " + sr.Reason
+			}
+			row(string(m), sr.CrossValidated[m], mark)
+		}
+		maps := []string{"all rows " + sr.Pooled.Describe()}
+		for _, m := range sr.ByOptions {
+			maps = append(maps, fmt.Sprintf("%d rows of their k: %s", m.Rows, m.Describe()))
+		}
+		fmt.Fprintf(w, "  fitted: %s\n", strings.Join(maps, "; "))
+		if h := sr.Held; h != nil {
+			fmt.Fprintf(w, "  %-13s %6s %7s %7s %8s   (fitted on all %d fitting rows, scored on %d held-out rows, accuracy %.1f%%)\n",
+				"held-out", "ECE", "NLL", "Brier", "mean p", sr.Rows, h.Rows, 100*h.Before.Accuracy)
+			row("uncalibrated", h.Before, "")
+			for _, m := range calibrate.Methods {
+				mark := ""
+				if m == sr.Chosen {
+					mark = "← chosen"
+				}
+				row(string(m), h.After[m], mark)
+			}
+			for _, a := range h.Abstention {
+				if a.Err != "" {
+					fmt.Fprintf(w, "  max error %.3g: %s\n", a.MaxError, a.Err)
+					continue
+				}
+				fmt.Fprintf(w, "  max error %.3g (confidence %.2g): abstain below p=%.3f (fitting rows: coverage %.1f%%, error %.3f, bound %.3f); held-out: coverage %.1f%% (%d/%d), error %.3f [%.3f, %.3f]\n",
+					a.MaxError, a.Confidence, a.Probability, 100*a.Coverage, a.Risk, a.Bound, 100*a.HeldCoverage, a.HeldDecided, h.Rows, a.HeldError, a.HeldErrorCI.Low, a.HeldErrorCI.High)
+			}
+		}
+	}
+}
+
+// calibrationFlags are jev decide's calibration and abstention flags.
+type calibrationFlags struct {
+	profile      string
+	abstainBelow float64
+	maxError     float64
+	confidence   float64
+}
+
+func (c *calibrationFlags) register(fs *flag.FlagSet) {
+	stringFlag(fs, &c.profile, "calibration", "", "calibration profile `file` (jev calibrate): \"probability\" and a \"calibration\" object follow its map for this run's scoring; the raw fields and the choices stay. Its PriDe prior serves --debias pride when no --prior is given")
+	floatFlag(fs, &c.abstainBelow, "abstain-below", 0, "mark rows whose (calibrated) probability is below `P` \"abstained\": true (the choice is kept); the summary gives the coverage and the accuracy of the rows decided")
+	floatFlag(fs, &c.maxError, "max-error", 0, "with --calibration: abstain below the threshold that keeps the error rate of the rows decided at most `E` with --confidence (SGR on the profile's fitting rows; Geifman & El-Yaniv, NeurIPS 2017)")
+	floatFlag(fs, &c.confidence, "confidence", 0.9, "the `confidence` (1−δ) of --max-error's bound")
+}
+
+// load checks the flags and reads the profile (nil without --calibration).
+func (c *calibrationFlags) load(opts gojev.Options) (*calibrate.Profile, error) {
+	switch {
+	case c.abstainBelow < 0 || c.abstainBelow > 1:
+		return nil, usageError{fmt.Errorf("--abstain-below %v: want a probability in [0, 1]", c.abstainBelow)}
+	case c.maxError < 0 || c.maxError >= 1:
+		return nil, usageError{fmt.Errorf("--max-error %v: want an error rate in (0, 1)", c.maxError)}
+	case !(c.confidence > 0 && c.confidence < 1):
+		return nil, usageError{fmt.Errorf("--confidence %v: want a probability in (0, 1)", c.confidence)}
+	case c.maxError > 0 && c.abstainBelow > 0:
+		return nil, usageError{errors.New("--max-error chooses the threshold that --abstain-below sets by hand: give one of them")}
+	case c.maxError > 0 && c.profile == "":
+		return nil, usageError{errors.New("--max-error chooses its threshold on a calibration profile's fitting rows: give --calibration FILE (jev calibrate writes one)")}
+	case c.profile == "":
+		return nil, nil
+	}
+	p, err := calibrate.Load(c.profile)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--calibration: %w", err)}
+	}
+	if p.PromptVersion != opts.Contract.String() {
+		return nil, usageError{fmt.Errorf("--calibration %s: %w: it was fitted on %s decisions, this run is %s", c.profile, calibrate.ErrMismatch, p.PromptVersion, opts.Contract)}
+	}
+	if _, err := p.For(opts.Scoring(0)); err != nil {
+		return nil, usageError{fmt.Errorf("--calibration %s: %w", c.profile, err)}
+	}
+	return p, nil
+}
+
+// threshold sets opts.AbstainBelow from --abstain-below, or from --max-error through the
+// profile's SGR curve, and says which on stderr.
+func (c *calibrationFlags) threshold(p *calibrate.Profile, opts *gojev.Options, stderr io.Writer, quiet bool) error {
+	opts.AbstainBelow = c.abstainBelow
+	if c.maxError == 0 {
+		return nil
+	}
+	th, err := p.Threshold(opts.Scoring(0), c.maxError, c.confidence)
+	if err != nil {
+		return usageError{fmt.Errorf("--max-error %v: %w", c.maxError, err)}
+	}
+	opts.AbstainBelow = th.Probability
+	if !quiet {
+		fmt.Fprintf(stderr, "jev decide: abstaining below p=%.4f: on the profile's %d fitting rows that decides %.1f%% with error %.3f, bounded by %.3f ≤ %.3g with confidence %.2g (SGR)\n",
+			th.Probability, th.Rows, 100*th.Coverage, th.Risk, th.Bound, c.maxError, c.confidence)
+	}
+	return nil
+}

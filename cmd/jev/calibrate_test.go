@@ -1,0 +1,108 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gojev/gojev/calibrate"
+	"github.com/gojev/gojev/internal/testenv"
+)
+
+// TestCalibrateThenDecideCalibrated is the calibration flow on the small model: decide the 12
+// example tickets, fit a profile from that results file (no decoding), decide again with
+// --calibration and --abstain-below: every raw field and choice is the first run's, probability
+// is the profile's map of the same scores, rows below the threshold abstain, and jev report
+// shows the calibrated and uncalibrated runs side by side. Then the refusals: a profile of
+// another scoring, of another model, --max-error without a profile, and a budget no threshold
+// meets.
+func TestCalibrateThenDecideCalibrated(t *testing.T) {
+	dir := t.TempDir()
+	rows := filepath.Join(testenv.RepoRoot(t), "examples", "tickets.jsonl")
+	raw := filepath.Join(dir, "raw.jsonl")
+	code, _, stderr := jev(t, "", withModel(t, "decide", "-i", rows, "-o", raw, "-q")...)
+	require.Equal(t, 0, code, stderr)
+
+	prof := filepath.Join(dir, "profile.json")
+	code, stdout, stderr := jev(t, "", "calibrate", raw, "-o", prof, "--folds", "3")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "scoring raw: 12 labelled fitting rows")
+	assert.Contains(t, stdout, "← chosen")
+	assert.Contains(t, stderr, "profile written to "+prof)
+	p, err := calibrate.Load(prof)
+	require.NoError(t, err)
+	require.Contains(t, p.Scorings, "raw")
+	assert.Len(t, p.Scorings["raw"].Points, 12)
+	assert.Equal(t, "direct-options-v1", p.PromptVersion)
+	assert.Len(t, p.Model.SHA256, 64)
+	require.Len(t, p.Sources, 1)
+	assert.Equal(t, 12, p.Sources[0].Rows)
+
+	cal := filepath.Join(dir, "cal.jsonl")
+	code, _, stderr = jev(t, "", withModel(t, "decide", "-i", rows, "-o", cal, "--calibration", prof, "--abstain-below", "0.5")...)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "abstained")
+	assert.Contains(t, stderr, "coverage")
+	before, after := readResults(t, raw), readResults(t, cal)
+	require.Len(t, after, 12)
+	for i, r := range after {
+		b := before[i]
+		assert.Equal(t, b.Options, r.Options, "raw fields unchanged")
+		assert.Equal(t, b.Chosen, r.Chosen, "choice unchanged")
+		assert.Equal(t, b.PromptSHA256, r.PromptSHA256)
+		require.NotNil(t, r.Calibration)
+		assert.Equal(t, b.Probability, r.Calibration.UncalibratedProbability)
+		assert.Equal(t, p.SHA256, r.Calibration.ProfileSHA256)
+		assert.Equal(t, p.Scorings["raw"].Method, r.Calibration.Method)
+		scores := make([]float64, len(b.Options))
+		for j, o := range b.Options {
+			scores[j] = o.Logprob
+		}
+		want := p.Scorings["raw"].Fitted.Apply(scores)
+		assert.InDeltaSlice(t, want, r.Calibration.Probabilities, 1e-9)
+		assert.Equal(t, r.Probability < 0.5, r.Abstained)
+	}
+	var meta runMeta
+	b, err := os.ReadFile(cal + ".run.json")
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &meta))
+	require.NotNil(t, meta.Calibration)
+	assert.Equal(t, p.SHA256, meta.Calibration.SHA256)
+	assert.Equal(t, 0.5, meta.AbstainBelow)
+
+	code, stdout, stderr = jev(t, "", "report", cal)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "cal (uncalibrated)")
+	assert.Contains(t, stdout, "AURC")
+
+	// Refusals, each before the model is loaded or right after.
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"another scoring", []string{"--calibration", prof, "--debias", "pride"}, "it holds raw, and these decisions are scored pride"},
+		{"max-error without a profile", []string{"--max-error", "0.1"}, "give --calibration FILE"},
+		{"both thresholds", []string{"--calibration", prof, "--max-error", "0.1", "--abstain-below", "0.5"}, "give one of them"},
+		{"an impossible budget", []string{"--calibration", prof, "--max-error", "0.001"}, "no threshold meets the error budget"},
+		{"the binary contract", []string{"--calibration", prof, "--contract", "binary"}, "fitted on direct-options-v1 decisions"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := jev(t, "", withModel(t, "decide", append([]string{"-i", rows, "-q"}, tc.args...)...)...)
+			assert.Equal(t, 2, code, stderr)
+			assert.Contains(t, stderr, tc.want)
+		})
+	}
+	other := filepath.Join(dir, "other.json")
+	b, err = os.ReadFile(prof)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(other, []byte(strings.Replace(string(b), p.Model.SHA256, strings.Repeat("0", 64), 1)), 0o644))
+	code, _, stderr = jev(t, "", withModel(t, "decide", "-i", rows, "-q", "--calibration", other)...)
+	assert.Equal(t, 2, code, stderr)
+	assert.Contains(t, stderr, "fitted for another model")
+}
