@@ -61,5 +61,21 @@
 // SetPrior, or Options.Prior from a saved file); Cyclic decides a row under all k cyclic
 // permutations of its options, decoded together so their common prefix is decoded once;
 // Contextual calibrates the binary contract's p_yes against content-free evidence. Result.Debias
-// keeps the raw choice.
+// keeps the raw choice. Options.Permute decides each row under N evenly spaced cyclic shifts
+// instead of all k (with PriDe, the prior is divided out of each).
+//
+// # Calibration and abstention
+//
+// Raw and debiased probabilities rank decisions well but are not frequencies (the default
+// model's are far too low). Options.Calibration takes a profile that jev calibrate fits from
+// labelled results (package calibrate: temperature scaling, Platt scaling, histogram binning or
+// isotonic regression, chosen by cross-validation): Result.Probability is then the calibrated
+// probability of the choice and Result.Calibration records the map, leaving every raw field
+// and the choice as they were. Options.AbstainBelow marks results below a threshold as
+// Abstained; Profile.Threshold chooses the threshold that keeps the error rate of the rows
+// decided within a budget with a chosen confidence (Geifman & El-Yaniv's SGR):
+//
+//	p, err := calibrate.Load("profile.json") // jev calibrate results.jsonl -o profile.json
+//	th, err := p.Threshold(gojev.Options{}.Scoring(0), 0.10, 0.9)
+//	d, err := gojev.Open(ctx, "model.gguf", gojev.Options{Calibration: p, AbstainBelow: th.Probability})
 package gojev

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,4 +72,23 @@ func TestBanking77SampleOnTheDefaultModel(t *testing.T) {
 	assert.GreaterOrEqual(t, raw.Accuracy, 0.60)
 	assert.GreaterOrEqual(t, pride.Accuracy, raw.Accuracy)
 	assert.Less(t, pride.TopLetterShare, raw.TopLetterShare)
+
+	// The same file fits a calibration profile for both scorings without decoding again, and
+	// the cross-validated probabilities are calibrated where the raw ones are not.
+	prof := filepath.Join(qualityDir(t), "banking77-profile.json")
+	code, stdout, stderr := jev(t, "", "calibrate", out, "-o", prof, "--json", "-")
+	require.Equal(t, 0, code, stderr)
+	var rep calibrationReport
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+	require.Len(t, rep.Scorings, 2)
+	for _, sc := range rep.Scorings {
+		cv := sc.CrossValidated[sc.Chosen]
+		t.Logf("calibration, %s scores, %d rows: ECE %.3f → %.3f, Brier %.3f → %.3f (%s, 5-fold cross-validated)",
+			sc.Scoring, sc.Rows, sc.Before.ECE, cv.ECE, sc.Before.Brier, cv.Brier, sc.Chosen)
+		assert.Equal(t, 200, sc.Rows)
+		assert.Greater(t, sc.Before.ECE, 0.2, "%s: the raw probabilities are underconfident", sc.Scoring)
+		assert.Less(t, cv.ECE, 0.12, "%s: calibrated", sc.Scoring)
+		assert.Less(t, cv.Brier, sc.Before.Brier-0.05, sc.Scoring)
+		assert.Equal(t, sc.Before.Accuracy, cv.Accuracy, "the choices do not move")
+	}
 }

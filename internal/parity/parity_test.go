@@ -2,6 +2,8 @@ package parity_test
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -18,10 +20,12 @@ import (
 
 // TestParityWithLlamaServer is the parity table of issue 3 on the Banking77 sample: the three
 // renderers agree byte for byte, the token ids agree, the decoded distributions agree within
-// 1e-4 and every row chooses the same option. Any regression fails it.
+// 1e-4 and every row chooses the same option. Any regression fails it. JEV_PARITY_ROWS limits
+// the rows (.ci/run decides the first 80 to stay inside its time; make test all 200).
 func TestParityWithLlamaServer(t *testing.T) {
 	model := testenv.SmallModel(t)
-	rows := testenv.Rows(t, testenv.SharedData(t, "banking77/sample-200-8opt.jsonl"), 0)
+	limit, _ := strconv.Atoi(os.Getenv("JEV_PARITY_ROWS"))
+	rows := testenv.Rows(t, testenv.SharedData(t, "banking77/sample-200-8opt.jsonl"), limit)
 	srv := testenv.LlamaServer(t, model)
 	ctx := context.Background()
 
