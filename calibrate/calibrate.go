@@ -34,6 +34,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	"github.com/gojev/gojev/debias"
 )
 
 // Method names a calibration map, as profiles and jev calibrate spell it.
@@ -428,22 +430,13 @@ func argmax(x []float64) int {
 	return best
 }
 
-// logSoftmax returns log softmax(x/t), stable in float64.
+// logSoftmax returns log softmax(x/t) (debias.LogSoftmax of the scaled scores).
 func logSoftmax(x []float64, t float64) []float64 {
-	m := math.Inf(-1)
-	for _, v := range x {
-		m = max(m, v/t)
-	}
-	total := 0.0
-	for _, v := range x {
-		total += math.Exp(v/t - m)
-	}
-	lse := m + math.Log(total)
-	out := make([]float64, len(x))
+	s := make([]float64, len(x))
 	for i, v := range x {
-		out[i] = v/t - lse
+		s[i] = v / t
 	}
-	return out
+	return debias.LogSoftmax(s)
 }
 
 func softmax(x []float64, t float64) []float64 {

@@ -46,6 +46,20 @@ func Reliability(conf []float64, right []bool) ([]Bin, float64) {
 	return bins, ece
 }
 
+// Brier is one decision's multi-class Brier score, Σ_i (probs_i − y_i)² with y the one-hot
+// label (Brier 1950): 0 for certainty on the label, 2 for certainty on another option.
+func Brier(probs []float64, label int) float64 {
+	total := 0.0
+	for i, p := range probs {
+		y := 0.0
+		if i == label {
+			y = 1
+		}
+		total += (p - y) * (p - y)
+	}
+	return total
+}
+
 // Metrics are a set of probabilistic decisions scored against their labels.
 type Metrics struct {
 	Rows int `json:"rows"`
@@ -81,13 +95,9 @@ func Score(samples []Sample, probs [][]float64) Metrics {
 			m.Accuracy++
 		}
 		m.MeanConfidence += conf[i]
-		for j, p := range probs[i] {
-			y := 0.0
-			if j == s.Label {
-				y = 1
-			}
-			m.Brier += (p - y) * (p - y)
-			if s.Binary {
+		m.Brier += Brier(probs[i], s.Label)
+		if s.Binary {
+			for j, p := range probs[i] {
 				m.NLL += logLoss(p, j == s.Label) / float64(len(probs[i]))
 			}
 		}

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,7 +107,7 @@ func runCalibrate(_ context.Context, args []string, stdout, stderr io.Writer) er
 		sc := prof.Scorings[name]
 		sr := scoringReport{Scoring: name, Rows: len(fit.samples[name]), Chosen: sc.Method, Reason: sc.Reason,
 			Before: sc.Before, CrossValidated: sc.CV, Pooled: sc.Fitted.Pooled}
-		for _, k := range slices.Sorted(mapsKeysInt(sc.Fitted.ByOptions)) {
+		for _, k := range slices.Sorted(maps.Keys(sc.Fitted.ByOptions)) {
 			sr.ByOptions = append(sr.ByOptions, sc.Fitted.ByOptions[k])
 		}
 		if held != nil && len(held.samples[name]) > 0 {
@@ -138,16 +136,6 @@ func runCalibrate(_ context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stderr, "jev calibrate: profile written to %s (sha256 %.12s…): jev decide --calibration %s\n", out, prof.SHA256, out)
 	}
 	return nil
-}
-
-func mapsKeysInt[V any](m map[int]V) func(func(int) bool) {
-	return func(yield func(int) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // sampleSet is the labelled decisions of some results files, by scoring.
@@ -222,19 +210,6 @@ func collectSamples(files []string, limit int) (*sampleSet, error) {
 		return nil, usageError{fmt.Errorf("no labelled decisions in %s: calibration needs rows with a \"label\"", strings.Join(files, ", "))}
 	}
 	return set, nil
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // calibrationReport is what jev calibrate prints (and --json writes).

@@ -101,6 +101,11 @@ func modelSHA256(path string) (string, error) {
 			return f[0], nil
 		}
 	}
+	return fileSHA256(path)
+}
+
+// fileSHA256 is the hex sha256 of a file's bytes.
+func fileSHA256(path string) (string, error) {
 	file, err := os.Open(path)
 	if err != nil {
 		return "", err

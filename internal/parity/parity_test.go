@@ -3,9 +3,9 @@ package parity_test
 import (
 	"context"
 	"os"
-	"strconv"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"

@@ -493,13 +493,7 @@ func calibration(ds []Decision) ([]Bin, float64, float64, calibrate.Selective) {
 		conf, right = append(conf, d.Probability), append(right, d.Chosen == d.Label)
 		points = append(points, calibrate.Point{Confidence: d.Probability, Right: d.Chosen == d.Label})
 		if d.Sample.Label >= 0 && len(d.Probs) > 0 {
-			for i, p := range d.Probs {
-				y := 0.0
-				if i == d.Sample.Label {
-					y = 1
-				}
-				brier += (p - y) * (p - y)
-			}
+			brier += calibrate.Brier(d.Probs, d.Sample.Label)
 			nb++
 		}
 	}
