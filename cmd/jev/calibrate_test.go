@@ -98,6 +98,26 @@ func TestCalibrateThenDecideCalibrated(t *testing.T) {
 			assert.Contains(t, stderr, tc.want)
 		})
 	}
+	// --permute N reaches the Decider, alone and with PriDe (a prior file read back), and the
+	// run file records it.
+	prior := filepath.Join(dir, "prior.json")
+	for _, args := range [][]string{{"--permute", "2"}, {"--debias", "pride", "--prior", prior, "--permute", "2"}} {
+		perm := filepath.Join(dir, "permute.jsonl")
+		code, _, stderr = jev(t, "", withModel(t, "decide", append([]string{"-i", rows, "-o", perm, "-q"}, args...)...)...)
+		require.Equal(t, 0, code, stderr)
+		for _, r := range readResults(t, perm) {
+			require.NotNil(t, r.Debias, "%v", args)
+			if r.Debias.PriorSample {
+				continue // a PriDe estimation row: all k shifts
+			}
+			require.Len(t, r.Debias.Permutations, 1, "%v", args)
+			assert.Equal(t, len(r.Options)/2, r.Debias.Permutations[0].Shift, "%v", args)
+		}
+		b, err := os.ReadFile(perm + ".run.json")
+		require.NoError(t, err)
+		assert.Contains(t, string(b), `"permute": 2`)
+	}
+
 	other := filepath.Join(dir, "other.json")
 	b, err = os.ReadFile(prof)
 	require.NoError(t, err)
