@@ -56,13 +56,23 @@ func scoringOf(res *Result) string {
 }
 
 // finish applies the Decider's calibration profile and abstention threshold to a result (nil
-// passes through). A scoring the profile lacks leaves the result uncalibrated (New checked the
-// Decider's own scoring; a row can differ only by having fewer options than Permute).
+// passes through).
 func (d *Decider) finish(res *Result) *Result {
-	if res == nil {
-		return nil
+	if res != nil {
+		Calibrate(res, d.opts.Calibration, d.opts.AbstainBelow)
 	}
-	if p := d.opts.Calibration; p != nil {
+	return res
+}
+
+// Calibrate applies a calibration profile and an abstention threshold to a result in place, as
+// a Decider with Options.Calibration and Options.AbstainBelow does: with a profile holding the
+// result's scoring, Probability becomes the calibrated probability of the choice and
+// Calibration records the map; Abstained is set when Probability (calibrated or not) is below
+// abstainBelow (0: never). A nil profile, or one without the result's scoring (a row with
+// fewer options than Permute), leaves the probabilities as they are. Every other field stays.
+// jev calibrate --apply calibrates an existing results file with it, without decoding.
+func Calibrate(res *Result, p *calibrate.Profile, abstainBelow float64) {
+	if p != nil && res.Calibration == nil {
 		scoring := scoringOf(res)
 		if sc, err := p.For(scoring); err == nil {
 			scores, _ := scoresOf(res)
@@ -79,8 +89,7 @@ func (d *Decider) finish(res *Result) *Result {
 			res.Probability = probs[chosen]
 		}
 	}
-	res.Abstained = d.opts.AbstainBelow > 0 && res.Probability < d.opts.AbstainBelow
-	return res
+	res.Abstained = abstainBelow > 0 && res.Probability < abstainBelow
 }
 
 // idAt is the id of option i in row order.

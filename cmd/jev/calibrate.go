@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,7 +45,12 @@ of the fitting run, and the files it came from. Use it with
 --budgets error rate, the threshold SGR chooses on the fitting rows and what it gives on the
 held-out rows (coverage, and the error rate of the rows decided with its 95 % interval).
 
-  jev calibrate out/fit.jsonl -o profile.json --eval out/held.jsonl`
+--apply PROFILE calibrates an existing results file instead, without decoding: each record
+gets what jev decide --calibration PROFILE would have given it (and --abstain-below or
+--max-error its "abstained"), written to -o with a run file, for jev report.
+
+  jev calibrate out/fit.jsonl -o profile.json --eval out/held.jsonl
+  jev calibrate --apply profile.json out/held.jsonl -o out/held-calibrated.jsonl --max-error 0.1`
 
 func runCalibrate(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("calibrate", flag.ContinueOnError)
@@ -61,9 +68,20 @@ func runCalibrate(_ context.Context, args []string, stdout, stderr io.Writer) er
 	stringFlag(fs, &budgets, "budgets", "0.05,0.10", "error `rates` whose SGR abstention thresholds --eval reports")
 	floatFlag(fs, &confidence, "confidence", 0.9, "the `confidence` (1−δ) of those thresholds' error bound")
 	stringFlag(fs, &jsonPath, "json", "", "write the figures as JSON to `file` (- for stdout, instead of the text)")
+	var apply calibrationFlags
+	stringFlag(fs, &apply.profile, "apply", "", "calibrate the records of one results `file` with this profile instead of fitting one; -o is then the calibrated results file")
+	floatFlag(fs, &apply.abstainBelow, "abstain-below", 0, "with --apply: mark records whose calibrated probability is below `P` abstained")
+	floatFlag(fs, &apply.maxError, "max-error", 0, "with --apply: abstain below the profile's SGR threshold for error rate `E` (with --confidence)")
 	files, err := parseInterleaved(fs, args, stderr, calibrateSynopsis)
 	if err != nil {
 		return err
+	}
+	if apply.profile != "" {
+		apply.confidence = confidence
+		return applyProfile(files, out, &apply, stderr)
+	}
+	if apply.abstainBelow != 0 || apply.maxError != 0 {
+		return usageError{errors.New("--abstain-below and --max-error go with --apply (or with jev decide --calibration)")}
 	}
 	if len(files) == 0 {
 		return usageError{errors.New("name at least one labelled results file (jev decide -o FILE on rows with a \"label\"); jev calibrate -h explains")}
@@ -386,7 +404,7 @@ func (c *calibrationFlags) load(opts gojev.Options) (*calibrate.Profile, error) 
 
 // threshold sets opts.AbstainBelow from --abstain-below, or from --max-error through the
 // profile's SGR curve, and says which on stderr.
-func (c *calibrationFlags) threshold(p *calibrate.Profile, opts *gojev.Options, stderr io.Writer, quiet bool) error {
+func (c *calibrationFlags) threshold(p *calibrate.Profile, opts *gojev.Options, stderr io.Writer, quiet bool, cmd string) error {
 	opts.AbstainBelow = c.abstainBelow
 	if c.maxError == 0 {
 		return nil
@@ -397,8 +415,77 @@ func (c *calibrationFlags) threshold(p *calibrate.Profile, opts *gojev.Options, 
 	}
 	opts.AbstainBelow = th.Probability
 	if !quiet {
-		fmt.Fprintf(stderr, "jev decide: abstaining below p=%.4f: on the profile's %d fitting rows that decides %.1f%% with error %.3f, bounded by %.3f ≤ %.3g with confidence %.2g (SGR)\n",
-			th.Probability, th.Rows, 100*th.Coverage, th.Risk, th.Bound, c.maxError, c.confidence)
+		fmt.Fprintf(stderr, "jev %s: abstaining below p=%.4f: on the profile's %d fitting rows that decides %.1f%% with error %.3f, bounded by %.3f ≤ %.3g with confidence %.2g (SGR)\n",
+			cmd, th.Probability, th.Rows, 100*th.Coverage, th.Risk, th.Bound, c.maxError, c.confidence)
 	}
+	return nil
+}
+
+// applyProfile is jev calibrate --apply: one results file through gojev.Calibrate, record by
+// record, into out, with a run file that names the profile.
+func applyProfile(files []string, out string, cf *calibrationFlags, stderr io.Writer) error {
+	if len(files) != 1 || out == "" {
+		return usageError{errors.New("--apply PROFILE calibrates one results file into -o FILE: jev calibrate --apply profile.json results.jsonl -o calibrated.jsonl")}
+	}
+	in := files[0]
+	meta, _ := loadRunMeta(runMetaPath(in))
+	if meta == nil {
+		meta = &runMeta{Input: in}
+	}
+	opts := gojev.Options{Debias: meta.Debias, Permute: meta.Permute}
+	if meta.PromptVersion == gojev.Binary.String() {
+		opts.Contract = gojev.Binary
+	}
+	prof, err := cf.load(opts)
+	if err != nil {
+		return err
+	}
+	if meta.Model != nil {
+		if err := prof.Check(*meta.Model, opts.Contract.String()); err != nil {
+			return usageError{fmt.Errorf("--apply %s: %w", cf.profile, err)}
+		}
+	}
+	if err := cf.threshold(prof, &opts, stderr, false, "calibrate"); err != nil {
+		return err
+	}
+	f, err := os.Open(in)
+	if err != nil {
+		return usageError{err}
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	n, abstained := 0, 0
+	err = eachLine(context.Background(), f, &buf, newLineEncoder().encode, func(line []byte, _ int) (any, error) {
+		if len(line) == 0 {
+			return nil, nil
+		}
+		var rec lineResult
+		rec.Result = new(gojev.Result)
+		if err := json.Unmarshal(line, &rec); err != nil || rec.PromptVersion == "" {
+			return json.RawMessage(line), nil // an error record, as it was
+		}
+		gojev.Calibrate(rec.Result, prof, opts.AbstainBelow)
+		n++
+		if rec.Abstained {
+			abstained++
+		}
+		return rec, nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := writeFile(out, func(w io.Writer) error { _, err := w.Write(buf.Bytes()); return err }); err != nil {
+		return err
+	}
+	meta.Calibration = &runCalibration{File: cf.profile, SHA256: prof.SHA256}
+	meta.AbstainBelow = opts.AbstainBelow
+	if err := meta.save(runMetaPath(out)); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "jev calibrate: %d decisions of %s calibrated with %s into %s", n, in, cf.profile, out)
+	if opts.AbstainBelow > 0 && n > 0 {
+		fmt.Fprintf(stderr, "; %d abstained below p=%.4f (coverage %.1f%%)", abstained, opts.AbstainBelow, 100*float64(n-abstained)/float64(n))
+	}
+	fmt.Fprintln(stderr)
 	return nil
 }

@@ -75,6 +75,23 @@ func TestCalibrateThenDecideCalibrated(t *testing.T) {
 	assert.Equal(t, p.SHA256, meta.Calibration.SHA256)
 	assert.Equal(t, 0.5, meta.AbstainBelow)
 
+	// --apply calibrates the first run's file offline: the same records as deciding with the
+	// profile, except the timing.
+	applied := filepath.Join(dir, "applied.jsonl")
+	code, _, stderr = jev(t, "", "calibrate", "--apply", prof, raw, "-o", applied, "--abstain-below", "0.5")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "12 decisions of "+raw+" calibrated")
+	for i, r := range readResults(t, applied) {
+		want := after[i]
+		assert.Equal(t, want.Probability, r.Probability)
+		assert.Equal(t, want.Calibration, r.Calibration)
+		assert.Equal(t, want.Abstained, r.Abstained)
+		assert.Equal(t, want.Options, r.Options)
+	}
+	b, err = os.ReadFile(applied + ".run.json")
+	require.NoError(t, err)
+	assert.Contains(t, string(b), p.SHA256, "the run file names the profile")
+
 	code, stdout, stderr = jev(t, "", "report", cal)
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "cal (uncalibrated)")

@@ -212,7 +212,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if method == debias.PriDe && prev != nil && prev.Prior != nil && bf.priorFile == "" {
 		prior = prev.Prior
 	}
-	if err := cf.threshold(prof, &opts, stderr, quiet); err != nil {
+	if err := cf.threshold(prof, &opts, stderr, quiet, "decide"); err != nil {
 		return err
 	}
 	opts.Prior = prior
