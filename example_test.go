@@ -7,6 +7,7 @@ import (
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/backend"
+	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
 )
@@ -140,4 +141,27 @@ func ExampleNew() {
 		log.Fatal(err)
 	}
 	fmt.Println(res.Chosen, res.Backend)
+}
+
+// Calibrated probabilities and abstention: a profile (jev calibrate fits one from labelled
+// results; here a hand-made temperature) turns the raw probability into a calibrated one, and
+// rows below the threshold are marked to go to a person. The choice and the raw fields stay.
+func Example_calibrated() {
+	ctx := context.Background()
+	profile := &calibrate.Profile{Format: calibrate.Format, PromptVersion: contract.PromptVersion,
+		Scorings: map[string]*calibrate.Scoring{calibrate.ScoringRaw: {
+			Choice: calibrate.Choice{Method: calibrate.Temperature},
+			Fitted: &calibrate.Fitted{Method: calibrate.Temperature, Pooled: calibrate.Map{Method: calibrate.Temperature, T: 0.5}},
+		}}}
+	d, err := gojev.Open(ctx, modelFile, gojev.Options{NThreads: 2, Calibration: profile, AbstainBelow: 0.99})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer d.Close()
+	res, err := d.Decide(ctx, ticket)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Chosen, res.Calibration.Method, res.Probability > res.Calibration.UncalibratedProbability, res.Abstained)
+	// Output: billing temperature true true
 }
