@@ -25,23 +25,23 @@ type Calibration struct {
 	Probabilities []float64 `json:"probabilities"`
 }
 
-// scoresOf are the scores a calibration map reads from a result, in row order, and whether
-// they are binary p_yes values: the debiased scores under bias control, else the raw ones.
-func scoresOf(res *Result) ([]float64, bool) {
+// scoresOf are the scores a calibration map reads from a result, in row order: the debiased
+// scores under bias control, else the raw ones (binary: p_yes values).
+func scoresOf(res *Result) []float64 {
 	binary := res.Candidates != nil
 	switch {
 	case res.Debias != nil && binary:
-		return res.Debias.Probabilities, true
+		return res.Debias.Probabilities
 	case res.Debias != nil:
-		return res.Debias.Scores, false
+		return res.Debias.Scores
 	case binary:
 		p := make([]float64, len(res.Candidates))
 		for i, c := range res.Candidates {
 			p[i] = c.PYes
 		}
-		return p, true
+		return p
 	}
-	return positionLogprobs(res), false
+	return positionLogprobs(res)
 }
 
 // scoringOf names a result's scoring (calibrate.ScoringOf).
@@ -75,7 +75,7 @@ func Calibrate(res *Result, p *calibrate.Profile, abstainBelow float64) {
 	if p != nil && res.Calibration == nil {
 		scoring := scoringOf(res)
 		if sc, err := p.For(scoring); err == nil {
-			scores, _ := scoresOf(res)
+			scores := scoresOf(res)
 			m, k := sc.Fitted.For(len(scores))
 			probs := m.Apply(scores)
 			chosen := 0

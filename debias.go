@@ -142,41 +142,53 @@ func (d *Decider) end(ctx context.Context, r *request) (*Result, error) {
 		results[i] = res
 	}
 	res := results[0]
+	var out *Result
+	var err error
 	switch {
 	case r.method == debias.None:
-		return d.finish(res), nil
+		out = res
 	case r.shifts != nil:
 		var prior []float64
 		if r.method == debias.PriDe {
 			prior, _ = d.prior.Load().For(len(r.row.Options))
 		}
-		out, err := d.combineShifts(r, results, r.method, prior)
-		return d.finish(out), err
+		out, err = d.combineShifts(r, results, r.method, prior)
 	case r.method == debias.PriDe:
-		out, err := d.applyPrior(r, res)
-		return d.finish(out), err
+		out, err = d.applyPrior(r, res)
 	case r.method == debias.Contextual:
-		cf := make([][]float64, len(r.cf))
-		for i, j := range r.cf {
-			out, err := d.wait(ctx, j)
-			if err != nil {
-				return nil, fmt.Errorf("content-free evidence %q: %w", debias.ContentFreeEvidence[i], err)
-			}
-			for _, c := range out.Candidates {
-				cf[i] = append(cf[i], c.PYes)
-			}
+		if err = d.contentFreeResults(ctx, r); err == nil {
+			out, err = d.calibrate(r, res)
 		}
-		for o, opt := range r.cfOpts {
-			vals := make([]float64, len(cf))
-			for i := range cf {
-				vals[i] = cf[i][o]
-			}
-			d.contentFree.Store(contentFreeKey(r.row.Question, opt), vals)
-		}
-		out, err := d.calibrate(r, res)
-		return d.finish(out), err
+	default:
+		return nil, fmt.Errorf("%w: unknown debias method %q", ErrOptions, r.method)
 	}
-	return nil, fmt.Errorf("%w: unknown debias method %q", ErrOptions, r.method)
+	if err != nil {
+		return nil, err
+	}
+	return d.finish(out), nil
+}
+
+// contentFreeResults waits for a contextual request's content-free prompts and caches each
+// candidate's content-free p_yes.
+func (d *Decider) contentFreeResults(ctx context.Context, r *request) error {
+	cf := make([][]float64, len(r.cf))
+	for i, j := range r.cf {
+		out, err := d.wait(ctx, j)
+		if err != nil {
+			return fmt.Errorf("content-free evidence %q: %w", debias.ContentFreeEvidence[i], err)
+		}
+		for _, c := range out.Candidates {
+			cf[i] = append(cf[i], c.PYes)
+		}
+	}
+	for o, opt := range r.cfOpts {
+		vals := make([]float64, len(cf))
+		for i := range cf {
+			vals[i] = cf[i][o]
+		}
+		d.contentFree.Store(contentFreeKey(r.row.Question, opt), vals)
+	}
+	return nil
 }
 
 // positionLogprobs are a direct result's log-probabilities over the listed options, by
