@@ -63,6 +63,7 @@ func runCalibrate(_ context.Context, args []string, stdout, stderr io.Writer) er
 		evalFiles = append(evalFiles, v)
 		return nil
 	})
+	flagHelp[fs] = append(flagHelp[fs], []string{"eval"})
 	intFlag(fs, &folds, "folds", calibrate.DefaultFolds, "cross-validation `folds`")
 	intFlag(fs, &limit, "rows", 0, "fit on the first `N` labelled rows of each scoring only (0: all): figures against the number of fitting rows")
 	stringFlag(fs, &budgets, "budgets", "0.05,0.10", "error `rates` whose SGR abstention thresholds --eval reports")
