@@ -210,8 +210,8 @@ func TestSGRMatchesAHandComputation(t *testing.T) {
 	// Budget 0.2: θ = 0.6 (bound 0.4377), then 0.8 (2 rows, 0.684), then 0.9 (1 row, 0.9): none.
 	th, err = SGR(pts, 0.2, 0.3)
 	require.ErrorIs(t, err, ErrBudget)
-	assert.InDelta(t, 1-math.Pow(0.1, 0.25), th.Bound, 1e-9, "the error names the best bound found")
-	assert.Contains(t, err.Error(), "0.438")
+	assert.Equal(t, Threshold{}, th, "no threshold to act on by mistake")
+	assert.Contains(t, err.Error(), "0.438", "the error names the lowest bound the search met")
 }
 
 func TestProfileRoundTripAndRefusals(t *testing.T) {
@@ -245,6 +245,20 @@ func TestProfileRoundTripAndRefusals(t *testing.T) {
 	bad := bytes.Replace(b, []byte(`"method": "`+string(q.Scorings[ScoringRaw].Method)+`"`), []byte(`"method": "magic"`), 1)
 	_, err = Read(bytes.NewReader(bad))
 	assert.True(t, errors.Is(err, ErrProfile), "an unknown method is refused: %v", err)
+}
+
+func TestNewLeavesOutScoringsWithTooFewRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	p, err := New(debias.ModelID{}, "direct-options-v1", map[string][]Sample{
+		ScoringRaw: sampleCalibrated(rng, 60, 8, 1.5, 0.4), "pride+permute-3": sampleCalibrated(rng, 3, 8, 1.5, 0.4)}, 5)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"raw"}, p.Names())
+	require.Len(t, p.Skipped, 1)
+	assert.Contains(t, p.Skipped[0], "pride+permute-3 (")
+	_, err = New(debias.ModelID{}, "direct-options-v1", map[string][]Sample{ScoringRaw: sampleCalibrated(rng, 3, 8, 1.5, 0.4)}, 5)
+	assert.ErrorIs(t, err, ErrNoRows)
+	_, err = CrossValidate(Temperature, sampleCalibrated(rng, 30, 8, 1.5, 0.4), 1)
+	assert.ErrorContains(t, err, "at least 2 (--folds)")
 }
 
 func TestScoringOf(t *testing.T) {

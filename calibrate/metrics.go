@@ -188,8 +188,11 @@ const DefaultFolds = 5
 // sample are scored together. Errors: ErrNoRows when a fold's training part has fewer than 2
 // rows.
 func CrossValidate(method Method, samples []Sample, folds int) (Metrics, error) {
-	if folds < 2 || len(samples) < 2*folds {
-		return Metrics{}, fmt.Errorf("%w: %d rows for %d folds (at least %d)", ErrNoRows, len(samples), folds, 2*max(folds, 2))
+	if folds < 2 {
+		return Metrics{}, fmt.Errorf("%w: %d folds: cross-validation needs at least 2 (--folds)", ErrMethod, folds)
+	}
+	if len(samples) < 2*folds {
+		return Metrics{}, fmt.Errorf("%w: %d rows for %d folds (at least %d; fewer --folds need fewer rows)", ErrNoRows, len(samples), folds, 2*folds)
 	}
 	probs := make([][]float64, len(samples))
 	for f := range folds {

@@ -96,6 +96,8 @@ type Profile struct {
 	References    []string            `json:"references"`
 	// SHA256 is the sha256 of the profile file as read or written (not stored in it).
 	SHA256 string `json:"-"`
+	// Skipped names the scorings New left out for too few rows (not stored).
+	Skipped []string `json:"-"`
 }
 
 // References are the papers a profile's methods follow, recorded in every profile.
@@ -108,13 +110,18 @@ var References = []string{
 
 // New fits a profile: for each scoring, Choose picks the method by cross-validation, FitAll
 // fits it on every row, and the rows' calibrated confidences become the SGR points. samples
-// maps a scoring name to its labelled samples. Errors: ErrNoRows for a scoring with too few
-// rows to cross-validate (2·folds).
+// maps a scoring name to its labelled samples. A scoring with too few rows to cross-validate
+// (2·folds) is left out and named in Skipped; ErrNoRows when every scoring is.
 func New(model debias.ModelID, promptVersion string, samples map[string][]Sample, folds int) (*Profile, error) {
 	p := &Profile{Format: Format, PromptVersion: promptVersion, Model: model, Scorings: map[string]*Scoring{}, References: References}
+	var skipped []string
 	for _, name := range slices.Sorted(maps.Keys(samples)) {
 		ss := samples[name]
 		ch, err := Choose(ss, folds)
+		if errors.Is(err, ErrNoRows) {
+			skipped = append(skipped, fmt.Sprintf("%s (%v)", name, err))
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("scoring %s: %w", name, err)
 		}
@@ -128,6 +135,10 @@ func New(model debias.ModelID, promptVersion string, samples map[string][]Sample
 			sc.Points = append(sc.Points, Point{Confidence: fit.Apply(s.Scores)[c], Right: c == s.Label})
 		}
 		p.Scorings[name] = sc
+	}
+	p.Skipped = skipped
+	if len(p.Scorings) == 0 {
+		return nil, fmt.Errorf("%w: no scoring has enough rows: %s", ErrNoRows, strings.Join(skipped, "; "))
 	}
 	return p, nil
 }

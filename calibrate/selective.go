@@ -124,8 +124,8 @@ type Threshold struct {
 // search moves to lower thresholds (more coverage) while the bound is below maxError. It
 // returns the lowest threshold tested whose bound is below maxError. With probability 1−δ the
 // error rate of future rows decided at that threshold is at most maxError (a union bound over
-// the thresholds tested). Errors: ErrBudget when no tested threshold qualifies (the error
-// names the best bound found), ErrNoRows without points.
+// the thresholds tested). Errors: ErrBudget (with a zero Threshold) when no tested threshold
+// qualifies, naming the lowest bound the search met; ErrNoRows without points.
 func SGR(points []Point, maxError, delta float64) (Threshold, error) {
 	m := len(points)
 	if m == 0 {
@@ -174,8 +174,8 @@ func SGR(points []Point, maxError, delta float64) (Threshold, error) {
 		}
 	}
 	if !found {
-		return closest, fmt.Errorf("%w: an error rate of at most %.3g with confidence %.3g: the best bound on %d fitting rows is %.3g (coverage %.1f%%, error %.3g there); allow more error, less confidence, or fit on more rows",
-			ErrBudget, maxError, 1-delta, m, closest.Bound, 100*closest.Coverage, closest.Risk)
+		return Threshold{}, fmt.Errorf("%w: an error rate of at most %.3g with confidence %.3g: the lowest bound among the %d thresholds SGR's search tested on %d fitting rows is %.3g (coverage %.1f%%, error %.3g there); allow more error, less confidence, or fit on more rows",
+			ErrBudget, maxError, 1-delta, steps, m, closest.Bound, 100*closest.Coverage, closest.Risk)
 	}
 	return best, nil
 }

@@ -77,11 +77,12 @@ func runCalibrate(_ context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	apply.seen(fs)
 	if apply.profile != "" {
-		apply.confidence = confidence
+		apply.confidence, apply.applying = confidence, true
 		return applyProfile(files, out, &apply, stderr)
 	}
-	if apply.abstainBelow != 0 || apply.maxError != 0 {
+	if apply.abstainBelow != 0 || apply.maxErrorSet {
 		return usageError{errors.New("--abstain-below and --max-error go with --apply (or with jev decide --calibration)")}
 	}
 	if len(files) == 0 {
@@ -107,6 +108,9 @@ func runCalibrate(_ context.Context, args []string, stdout, stderr io.Writer) er
 		return usageError{err}
 	}
 	prof.Prior, prof.Sources = fit.prior, fit.sources
+	for _, s := range prof.Skipped {
+		fmt.Fprintf(stderr, "jev calibrate: warning: scoring %s is left out of the profile\n", s)
+	}
 	if out != "" {
 		if err := prof.Save(out); err != nil {
 			return err
@@ -208,7 +212,7 @@ func collectSamples(files []string, limit int) (*sampleSet, error) {
 			}
 			for _, d := range run.Decisions {
 				key := d.Scoring + "\x00" + input + "\x00" + d.Key
-				if d.Sample.Label < 0 || len(d.Sample.Scores) == 0 || seen[key] {
+				if d.Scoring == "" || d.Sample.Label < 0 || len(d.Sample.Scores) == 0 || seen[key] {
 					continue
 				}
 				seen[key] = true
@@ -336,6 +340,12 @@ func (rep *calibrationReport) writeText(w io.Writer) {
 			maps = append(maps, fmt.Sprintf("%d rows of their k: %s", m.Rows, m.Describe()))
 		}
 		fmt.Fprintf(w, "  fitted: %s\n", strings.Join(maps, "; "))
+		if cv := sr.CrossValidated[sr.Chosen]; cv.Brier >= sr.Before.Brier {
+			fmt.Fprintf(w, "  warning: no map beats the uncalibrated probabilities on these rows (cross-validated Brier %.3f against %.3f): label more rows before trusting this profile\n", cv.Brier, sr.Before.Brier)
+		}
+		if t := sr.Pooled.T; sr.Pooled.Method == calibrate.Temperature && (t > 99 || t < 0.0101) {
+			fmt.Fprintf(w, "  warning: T=%.3g is at the edge of the search range [0.01, 100]: the scores carry almost no information on these rows\n", t)
+		}
 		if h := sr.Held; h != nil {
 			fmt.Fprintf(w, "  %-13s %6s %7s %7s %8s   (fitted on all %d fitting rows, scored on %d held-out rows, accuracy %.1f%%)\n",
 				"held-out", "ECE", "NLL", "Brier", "mean p", sr.Rows, h.Rows, 100*h.Before.Accuracy)
@@ -364,7 +374,14 @@ type calibrationFlags struct {
 	profile      string
 	abstainBelow float64
 	maxError     float64
+	maxErrorSet  bool // --max-error was given (0 included)
+	applying     bool // jev calibrate --apply, not jev decide --calibration
 	confidence   float64
+}
+
+// seen records which calibration flags the command line set.
+func (c *calibrationFlags) seen(fs *flag.FlagSet) {
+	fs.Visit(func(f *flag.Flag) { c.maxErrorSet = c.maxErrorSet || f.Name == "max-error" })
 }
 
 func (c *calibrationFlags) register(fs *flag.FlagSet) {
@@ -379,26 +396,33 @@ func (c *calibrationFlags) load(opts gojev.Options) (*calibrate.Profile, error) 
 	switch {
 	case c.abstainBelow < 0 || c.abstainBelow > 1:
 		return nil, usageError{fmt.Errorf("--abstain-below %v: want a probability in [0, 1]", c.abstainBelow)}
-	case c.maxError < 0 || c.maxError >= 1:
+	case c.maxErrorSet && !(c.maxError > 0 && c.maxError < 1), c.maxError < 0 || c.maxError >= 1:
 		return nil, usageError{fmt.Errorf("--max-error %v: want an error rate in (0, 1)", c.maxError)}
 	case !(c.confidence > 0 && c.confidence < 1):
 		return nil, usageError{fmt.Errorf("--confidence %v: want a probability in (0, 1)", c.confidence)}
 	case c.maxError > 0 && c.abstainBelow > 0:
 		return nil, usageError{errors.New("--max-error chooses the threshold that --abstain-below sets by hand: give one of them")}
-	case c.maxError > 0 && c.profile == "":
+	case c.maxErrorSet && c.profile == "":
 		return nil, usageError{errors.New("--max-error chooses its threshold on a calibration profile's fitting rows: give --calibration FILE (jev calibrate writes one)")}
 	case c.profile == "":
 		return nil, nil
 	}
+	flagName := "--calibration"
+	if c.applying {
+		flagName = "--apply"
+	}
 	p, err := calibrate.Load(c.profile)
+	if errors.Is(err, calibrate.ErrProfile) {
+		err = fmt.Errorf("%w (a profile is the JSON file jev calibrate -o writes, not a results file)", err)
+	}
 	if err != nil {
-		return nil, usageError{fmt.Errorf("--calibration: %w", err)}
+		return nil, usageError{fmt.Errorf("%s: %w", flagName, err)}
 	}
 	if p.PromptVersion != opts.Contract.String() {
-		return nil, usageError{fmt.Errorf("--calibration %s: %w: it was fitted on %s decisions, this run is %s", c.profile, calibrate.ErrMismatch, p.PromptVersion, opts.Contract)}
+		return nil, usageError{fmt.Errorf("%s %s: %w: it was fitted on %s decisions, this run is %s", flagName, c.profile, calibrate.ErrMismatch, p.PromptVersion, opts.Contract)}
 	}
 	if _, err := p.For(opts.Scoring(0)); err != nil {
-		return nil, usageError{fmt.Errorf("--calibration %s: %w", c.profile, err)}
+		return nil, usageError{fmt.Errorf("%s %s: %w", flagName, c.profile, err)}
 	}
 	return p, nil
 }

@@ -105,6 +105,7 @@ func TestCalibrateThenDecideCalibrated(t *testing.T) {
 	}{
 		{"another scoring", []string{"--calibration", prof, "--debias", "pride"}, "it holds raw, and these decisions are scored pride"},
 		{"max-error without a profile", []string{"--max-error", "0.1"}, "give --calibration FILE"},
+		{"max-error 0", []string{"--calibration", prof, "--max-error", "0"}, "want an error rate in (0, 1)"},
 		{"both thresholds", []string{"--calibration", prof, "--max-error", "0.1", "--abstain-below", "0.5"}, "give one of them"},
 		{"an impossible budget", []string{"--calibration", prof, "--max-error", "0.001"}, "no threshold meets the error budget"},
 		{"the binary contract", []string{"--calibration", prof, "--contract", "binary"}, "fitted on direct-options-v1 decisions"},

@@ -105,6 +105,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err := parseFlags(fs, args, stderr, decideSynopsis); err != nil {
 		return err
 	}
+	cf.seen(fs)
 	part, err := parseShard(shardSpec, os.Getenv)
 	if err != nil {
 		return usageError{err}

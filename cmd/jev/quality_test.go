@@ -85,7 +85,8 @@ func TestBanking77SampleOnTheDefaultModel(t *testing.T) {
 		cv := sc.CrossValidated[sc.Chosen]
 		t.Logf("calibration, %s scores, %d rows: ECE %.3f → %.3f, Brier %.3f → %.3f (%s, 5-fold cross-validated)",
 			sc.Scoring, sc.Rows, sc.Before.ECE, cv.ECE, sc.Before.Brier, cv.Brier, sc.Chosen)
-		assert.Equal(t, 200, sc.Rows)
+		// PriDe's 10 estimation rows are scored by their cyclic average and left out of fitting.
+		assert.Equal(t, map[string]int{"raw": 200, "pride": 190}[sc.Scoring], sc.Rows, sc.Scoring)
 		assert.Greater(t, sc.Before.ECE, 0.2, "%s: the raw probabilities are underconfident", sc.Scoring)
 		assert.Less(t, cv.ECE, 0.12, "%s: calibrated", sc.Scoring)
 		assert.Less(t, cv.Brier, sc.Before.Brier-0.05, sc.Scoring)

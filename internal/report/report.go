@@ -102,7 +102,7 @@ type Decision struct {
 	Probs []float64
 	// Scoring names the scores the choice came from (calibrate.ScoringOf), and Sample holds
 	// them uncalibrated with the label's index, for fitting a calibration map (jev calibrate);
-	// Sample.Label is -1 for an unlabelled row.
+	// Sample.Label is -1 for an unlabelled row. Scoring is "" for a PriDe estimation row.
 	Scoring string
 	Sample  calibrate.Sample
 	// Abstained: the record says the row fell below its abstention threshold.
@@ -235,6 +235,11 @@ func decision(r Record, key, chosen string, raw bool) Decision {
 	}
 	k := len(r.Options) + len(r.Candidates)
 	d.Scoring = calibrate.ScoringOf(binary, method, shifts, k, sample)
+	if sample {
+		// A PriDe estimation row is scored by its full cyclic average, not as the other
+		// rows of its run: it is left out of fitting (jev calibrate skips an empty scoring).
+		d.Scoring = ""
+	}
 	for i, o := range r.Options {
 		if o.ID == chosen {
 			d.Letter = o.Letter
