@@ -295,6 +295,7 @@ func evalHeld(fitRows, heldRows []calibrate.Sample, sc *calibrate.Scoring, maxEr
 		th, err := calibrate.SGR(sc.Points, e, 1-confidence)
 		a := heldAbstention{Threshold: th}
 		if err != nil {
+			a.MaxError, a.Confidence = e, confidence
 			a.Err = err.Error()
 			h.Abstention = append(h.Abstention, a)
 			continue
