@@ -46,7 +46,7 @@ Usage:
   jev bench  [-i rows.jsonl] [-o bench.json]       measure the engine, in-process and HTTP paths
   jev version                                      gojev's version, the llama.cpp pin, the default model
 
-Every command but report takes -m MODEL.gguf; without it, $JEV_MODEL, else the default model
+decide, render, check, parity and bench take -m MODEL.gguf; without it, $JEV_MODEL, else the default model
 that "make model" fetched (Qwen2.5-Coder-1.5B-Instruct Q4_K_M).
 
 A row is one JSON object per line:
