@@ -60,7 +60,7 @@ func TestPublicSurface(t *testing.T) {
 			public = append(public, strings.TrimPrefix(p, "github.com/gojev/gojev"))
 		}
 	}
-	assert.ElementsMatch(t, []string{"", "/backend", "/cmd/gojev-native", "/cmd/jev", "/contract", "/debias", "/gguf", "/llama", "/pyjson", "/render"}, public)
+	assert.ElementsMatch(t, []string{"", "/backend", "/calibrate", "/cmd/gojev-native", "/cmd/jev", "/contract", "/debias", "/gguf", "/llama", "/pyjson", "/render"}, public)
 	deps := goCmd(t, root, nil, "list", "-deps", ".")
 	for _, cliOnly := range []string{"gonum.org/v1/plot", "github.com/schollz/progressbar", "golang.org/x/term"} {
 		assert.NotContains(t, deps, cliOnly, "the root package's dependencies")
@@ -71,7 +71,7 @@ func TestPublicSurface(t *testing.T) {
 // and the installer build.
 func TestBuildsWithoutCgo(t *testing.T) {
 	root := testenv.RepoRoot(t)
-	goCmd(t, root, []string{"CGO_ENABLED=0"}, "build", ".", "./backend", "./contract", "./debias", "./pyjson", "./render", "./gguf", "./cmd/gojev-native")
+	goCmd(t, root, []string{"CGO_ENABLED=0"}, "build", ".", "./backend", "./calibrate", "./contract", "./debias", "./pyjson", "./render", "./gguf", "./cmd/gojev-native")
 }
 
 func goCmd(t *testing.T, dir string, env []string, args ...string) string {
