@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -76,10 +77,11 @@ Calibrated probabilities and abstention (jev calibrate fits a profile from label
                       "calibration" object gives the map, its parameters, the profile's sha256
                       and every option's calibrated probability; the raw fields and the choices
                       stay. A profile of another model, contract or scoring is refused.
-  --max-error E       abstain below the threshold that keeps the error rate of the rows decided
+  --max-error E       abstain below the threshold that keeps the error rate of the rows answered
                       at most E with --confidence (default 0.9), chosen on the profile's fitting
                       rows; --abstain-below P sets the threshold by hand. Abstained rows keep
-                      their choice and get "abstained": true; the summary gives the coverage.`
+                      their choice and get "abstained": true; the summary gives the coverage
+                      (the share of decisions answered, not abstained).`
 
 func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("decide", flag.ContinueOnError)
@@ -703,9 +705,9 @@ func (s *summary) print(w io.Writer) {
 		}
 	}
 	if s.abstaining && s.decided > 0 {
-		fmt.Fprintf(w, ", abstained %d: coverage %.1f%%", s.abstained, 100*float64(s.decided-s.abstained)/float64(s.decided))
+		fmt.Fprintf(w, ", abstained %d, answered %d: coverage %.1f%%", s.abstained, s.decided-s.abstained, 100*float64(s.decided-s.abstained)/float64(s.decided))
 		if s.keptLabelled > 0 {
-			fmt.Fprintf(w, ", accuracy of the rows decided %.1f%% (%d/%d)", 100*float64(s.keptOK)/float64(s.keptLabelled), s.keptOK, s.keptLabelled)
+			fmt.Fprintf(w, ", accuracy of the answered rows %.1f%% (%d/%d)", 100*float64(s.keptOK)/float64(s.keptLabelled), s.keptOK, s.keptLabelled)
 		}
 	}
 	if s.lettered > 0 {
@@ -753,23 +755,36 @@ func openInput(path string, stdin io.Reader) (io.Reader, func(), error) {
 // openOutput opens the results file (creating its folder, locked against a second writer); it
 // is synced to disk about once a second while written (see syncingWriter) and on closing.
 // empty truncates it: the caller calls it once the run can start, so that a run that fails to
-// start (a bad flag, a missing model or plugin) leaves an earlier results file as it was.
+// start (a bad flag, a missing model or plugin) leaves an earlier results file as it was, and
+// leaves no file where there was none (closeOut removes a file it created if empty was never
+// called).
 func openOutput(path string, stdout io.Writer) (w io.Writer, closeOut, empty func() error, err error) {
 	if path == "" || path == "-" {
 		none := func() error { return nil }
 		return stdout, none, none, nil
 	}
+	_, statErr := os.Lstat(path)
+	created := errors.Is(statErr, fs.ErrNotExist)
 	f, err := openLocked(path)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	started := false
 	empty = func() error {
+		started = true
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 			return f.Truncate(0)
 		}
 		return nil
 	}
-	return &syncingWriter{f: f, interval: time.Second, last: time.Now()}, func() error { return closeSynced(f) }, empty, nil
+	closeOut = func() error {
+		err := closeSynced(f)
+		if created && !started {
+			return errors.Join(err, os.Remove(path))
+		}
+		return err
+	}
+	return &syncingWriter{f: f, interval: time.Second, last: time.Now()}, closeOut, empty, nil
 }
 
 // errOutputBusy: another process holds the results file (two runs, or two shards, on one -o).

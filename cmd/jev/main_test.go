@@ -178,6 +178,12 @@ func TestAFailedStartLeavesTheResultsFile(t *testing.T) {
 		got, err := os.ReadFile(out)
 		require.NoError(t, err)
 		assert.Equal(t, before, string(got), "%v: the earlier results are kept", args)
+
+		// A run that cannot start leaves no new file behind.
+		fresh := filepath.Join(t.TempDir(), "sub", "new.jsonl")
+		code, _, _ = jev(t, "", append([]string{"decide", "-i", rows, "-o", fresh}, args...)...)
+		assert.NotEqual(t, 0, code, "%v", args)
+		assert.NoFileExists(t, fresh, "%v", args)
 	}
 }
 
