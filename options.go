@@ -85,7 +85,7 @@ type Options struct {
 	Calibration *calibrate.Profile
 	// AbstainBelow marks every Result whose Probability (calibrated, with a Calibration) is
 	// below it as Abstained, keeping its choice; 0 abstains on nothing. Profile.Threshold
-	// gives the threshold that keeps the error rate of the rows decided within a budget.
+	// gives the threshold that keeps the error rate of the rows answered (not abstained) within a budget.
 	AbstainBelow float64
 
 	// The fields below configure the runtime Open creates (backend.InProcessOptions

@@ -106,10 +106,10 @@ var ErrBudget = errors.New("calibrate: no threshold meets the error budget")
 type Threshold struct {
 	Probability float64 `json:"probability"`
 	// MaxError and Confidence are the budget: with probability Confidence (1−δ) over the
-	// fitting rows, the error rate of the rows decided is at most MaxError.
+	// fitting rows, the error rate of the rows answered (confidence ≥ Probability) is at most MaxError.
 	MaxError   float64 `json:"max_error"`
 	Confidence float64 `json:"confidence"`
-	// Coverage and Risk are the fitting rows' share decided and error rate among them at
+	// Coverage and Risk are the fitting rows' share answered and error rate among them at
 	// Probability; Bound the binomial upper bound on the error rate (< MaxError).
 	Coverage float64 `json:"coverage"`
 	Risk     float64 `json:"risk"`
@@ -123,7 +123,7 @@ type Threshold struct {
 // rows with confidence ≥ θ gets the binomial tail bound B*(r̂, δ/⌈log₂ m⌉) (Bound), and the
 // search moves to lower thresholds (more coverage) while the bound is below maxError. It
 // returns the lowest threshold tested whose bound is below maxError. With probability 1−δ the
-// error rate of future rows decided at that threshold is at most maxError (a union bound over
+// error rate of future rows answered at that threshold is at most maxError (a union bound over
 // the thresholds tested). Errors: ErrBudget (with a zero Threshold) when no tested threshold
 // qualifies, naming the lowest bound the search met; ErrNoRows without points.
 func SGR(points []Point, maxError, delta float64) (Threshold, error) {

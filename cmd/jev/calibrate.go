@@ -43,7 +43,7 @@ of the fitting run, and the files it came from. Use it with
 
 --eval scores the maps on other labelled results files (held-out rows), and for each
 --budgets error rate, the threshold SGR chooses on the fitting rows and what it gives on the
-held-out rows (coverage, and the error rate of the rows decided with its 95 % interval).
+held-out rows (coverage, and the error rate of the rows answered with its 95 % interval).
 
 --apply PROFILE calibrates an existing results file instead, without decoding: each record
 gets what jev decide --calibration PROFILE would have given it (and --abstain-below or
@@ -387,8 +387,8 @@ func (c *calibrationFlags) seen(fs *flag.FlagSet) {
 
 func (c *calibrationFlags) register(fs *flag.FlagSet) {
 	stringFlag(fs, &c.profile, "calibration", "", "calibration profile `file` (jev calibrate): \"probability\" and a \"calibration\" object follow its map for this run's scoring; the raw fields and the choices stay. Its PriDe prior serves --debias pride when no --prior is given")
-	floatFlag(fs, &c.abstainBelow, "abstain-below", 0, "mark rows whose (calibrated) probability is below `P` \"abstained\": true (the choice is kept); the summary gives the coverage and the accuracy of the rows decided")
-	floatFlag(fs, &c.maxError, "max-error", 0, "with --calibration: abstain below the threshold that keeps the error rate of the rows decided at most `E` with --confidence (SGR on the profile's fitting rows; Geifman & El-Yaniv, NeurIPS 2017)")
+	floatFlag(fs, &c.abstainBelow, "abstain-below", 0, "mark rows whose (calibrated) probability is below `P` \"abstained\": true (the choice is kept); the summary gives the coverage and the accuracy of the rows answered (not abstained)")
+	floatFlag(fs, &c.maxError, "max-error", 0, "with --calibration: abstain below the threshold that keeps the error rate of the rows answered (not abstained) at most `E` with --confidence (SGR on the profile's fitting rows; Geifman & El-Yaniv, NeurIPS 2017)")
 	floatFlag(fs, &c.confidence, "confidence", 0.9, "the `confidence` (1−δ) of --max-error's bound")
 }
 
@@ -441,7 +441,7 @@ func (c *calibrationFlags) threshold(p *calibrate.Profile, opts *gojev.Options, 
 	}
 	opts.AbstainBelow = th.Probability
 	if !quiet {
-		fmt.Fprintf(stderr, "jev %s: abstaining below p=%.4f: on the profile's %d fitting rows that decides %.1f%% with error %.3f, bounded by %.3f ≤ %.3g with confidence %.2g (SGR)\n",
+		fmt.Fprintf(stderr, "jev %s: abstaining below p=%.4f: on the profile's %d fitting rows that answers %.1f%% with error %.3f, bounded by %.3f ≤ %.3g with confidence %.2g (SGR)\n",
 			cmd, th.Probability, th.Rows, 100*th.Coverage, th.Risk, th.Bound, c.maxError, c.confidence)
 	}
 	return nil

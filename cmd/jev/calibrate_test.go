@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,9 +47,19 @@ func TestCalibrateThenDecideCalibrated(t *testing.T) {
 	cal := filepath.Join(dir, "cal.jsonl")
 	code, _, stderr = jev(t, "", withModel(t, "decide", "-i", rows, "-o", cal, "--calibration", prof, "--abstain-below", "0.5")...)
 	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, stderr, "abstained")
-	assert.Contains(t, stderr, "coverage")
 	before, after := readResults(t, raw), readResults(t, cal)
+	abstained := 0
+	for _, r := range after {
+		if r.Abstained {
+			abstained++
+		}
+	}
+	// "decided" counts every decision; "answered" the ones not abstained.
+	assert.Contains(t, stderr, "rows 12, decided 12, errors 0")
+	assert.Contains(t, stderr, fmt.Sprintf("abstained %d, answered %d: coverage %.1f%%", abstained, 12-abstained, 100*float64(12-abstained)/12))
+	if abstained < 12 {
+		assert.Contains(t, stderr, "accuracy of the answered rows")
+	}
 	require.Len(t, after, 12)
 	for i, r := range after {
 		b := before[i]
@@ -91,6 +102,13 @@ func TestCalibrateThenDecideCalibrated(t *testing.T) {
 	b, err = os.ReadFile(applied + ".run.json")
 	require.NoError(t, err)
 	assert.Contains(t, string(b), p.SHA256, "the run file names the profile")
+
+	// The text format marks the probability as the profile's.
+	code, stdout, stderr = jev(t, "", withModel(t, "decide", "-i", rows, "-q", "--format", "text", "--calibration", prof)...)
+	require.Equal(t, 0, code, stderr)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	require.Len(t, lines, 12)
+	assert.Regexp(t, fmt.Sprintf(`^t01\s+\S+\s+p_cal=%.3f \([A-E]\)`, after[0].Probability), lines[0])
 
 	code, stdout, stderr = jev(t, "", "report", cal)
 	require.Equal(t, 0, code, stderr)

@@ -12,7 +12,7 @@ import (
 type recordEncoder func(rec any) ([]byte, error)
 
 // textEncoder writes records for a person: one line per row with its id, the chosen option,
-// its probability and, when the row is labelled, ✓ or ✗ (with the label when wrong); under bias
+// its probability (p=, p_yes= for binary; p_cal=, p_yes_cal= when a calibration profile set it) and, when the row is labelled, ✓ or ✗ (with the label when wrong); under bias
 // control the raw choice when it differs. Error records read "id  error: …". color adds ANSI
 // colours to the marks (a terminal).
 func textEncoder(color bool) recordEncoder {
@@ -40,6 +40,9 @@ func textEncoder(color bool) recordEncoder {
 			what := "p"
 			if r.Candidates != nil {
 				what = "p_yes"
+			}
+			if r.Calibration != nil {
+				what += "_cal" // the profile's calibrated probability, not the model's
 			}
 			fmt.Fprintf(&b, "%-12s %-20s %s=%.3f", idText(r.ID), r.Chosen, what, r.Probability)
 			if r.ChosenLetter != "" {

@@ -323,7 +323,7 @@ func svgRiskCoverage(runs []RunReport) template.HTML {
 	for t := 0.0; t <= 1+1e-9; t += 0.2 {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" text-anchor="middle">%.0f%%</text>`, x(t), y(0)+14, 100*t)
 	}
-	fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="11" text-anchor="middle">coverage (share of rows decided)</text>`, x(0.5), h-6)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="11" text-anchor="middle">coverage (share of rows answered)</text>`, x(0.5), h-6)
 	fmt.Fprintf(&b, `<text x="12" y="%.1f" font-size="11" text-anchor="middle" transform="rotate(-90 12 %.1f)">error rate</text>`, y(maxRisk/2), y(maxRisk/2))
 	for i, r := range runs {
 		if len(r.Selective.Curve) == 0 {
