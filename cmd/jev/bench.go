@@ -37,7 +37,18 @@ Runs the same rows through each decision path, one after the other, and measures
 It prints decisions/s, prompt tokens/s (the tokens a no-reuse run decodes, over the wall time),
 p50/p95 latency per decision, the ratios, and whether the engine and the reference path (http,
 else sequential) produced the same prompt_sha256 and chosen option on every row. -o writes the
-figures as JSON and an SVG chart beside it (bench.json -> bench.svg).`
+figures as JSON and an SVG chart beside it (bench.json -> bench.svg).
+
+--scorings raw,permute-2,permute-4,cyclic measures bias control instead: the same rows decided
+in-process under each scoring (raw, pride, cyclic, permute-N, pride+permute-N; one Decider
+each), in blocks of --block rows that every scoring decides in turn, the first of each block
+rotating, so that a shared machine's drift falls on every scoring alike. It prints each
+scoring's decodes a row, accuracy (labelled rows), wall time and tokens decoded, and their
+ratios to the first scoring, all from this one run; pride scorings read --prior FILE.
+--results DIR keeps each scoring's records (DIR/<scoring>.jsonl, with run files) for jev
+report and jev calibrate.
+
+  jev bench -t 2 -i rows.jsonl --scorings raw,permute-2,permute-4,cyclic --results out/sweep -o out/sweep.json`
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -50,14 +61,40 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	stringFlag(fs, &out, "o,output", "", "write the figures to this JSON `file` and a chart beside it (.svg)")
 	stringFlag(fs, &pathsFlag, "paths", "engine,packed,sequential,http,hardware", "the `paths` to run, comma-separated")
 	intFlag(fs, &limit, "n,rows", 0, "use only the first `n` rows (0: all)")
+	var sf sweepFlags
+	stringFlag(fs, &sf.scorings, "scorings", "", "measure bias control instead of the paths: decide the rows under each of these `scorings` (raw, pride, cyclic, permute-N, pride+permute-N), comma-separated; ratios are against the first")
+	intFlag(fs, &sf.block, "block", 10, "with --scorings: `rows` each scoring decides in turn before the next block")
+	stringFlag(fs, &sf.priorFile, "prior", "", "with --scorings: PriDe's prior `file` for the pride scorings")
+	stringFlag(fs, &sf.results, "results", "", "with --scorings: write each scoring's records to `dir`/<scoring>.jsonl")
 	if err := parseFlags(fs, args, stderr, benchSynopsis); err != nil {
 		return err
 	}
+	pathsSet := false
+	fs.Visit(func(f *flag.Flag) { pathsSet = pathsSet || f.Name == "paths" })
 	logger := newLogger(stderr, mf.verbose)
 	llama.SetLogger(logger)
 	ctr, err := parseContract(contractName)
 	if err != nil {
 		return err
+	}
+	if sf.scorings != "" {
+		if pathsSet {
+			return usageError{errors.New("--scorings and --paths measure different things: give one")}
+		}
+		if ctr != gojev.Direct {
+			return usageError{errors.New("--scorings measures the direct contract's bias control: drop --contract binary")}
+		}
+		rows, lines, err := readRowLines(in)
+		if err != nil {
+			return err
+		}
+		if limit > 0 && limit < len(rows) {
+			rows, lines = rows[:limit], lines[:limit]
+		}
+		return runSweep(ctx, sf, &mf, in, rows, lines, out, stdout, stderr)
+	}
+	if sf.results != "" || sf.priorFile != "" {
+		return usageError{errors.New("--results and --prior go with --scorings")}
 	}
 	paths := strings.Split(pathsFlag, ",")
 	for _, p := range paths {

@@ -182,12 +182,19 @@ func printParity(w io.Writer, r *parity.Report, bound float64) {
 // readRows reads a JSONL file of rows; a bad row is an error naming its line (parity compares
 // rows, it does not skip them).
 func readRows(path string) ([]contract.Row, error) {
+	rows, _, err := readRowLines(path)
+	return rows, err
+}
+
+// readRowLines is readRows with each row's input line number (from 1; blank lines skipped).
+func readRowLines(path string) ([]contract.Row, []int, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, nil, usageError{err}
 	}
 	defer f.Close()
 	var rows []contract.Row
+	var lines []int
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<26)
 	for n := 1; sc.Scan(); n++ {
@@ -196,11 +203,11 @@ func readRows(path string) ([]contract.Row, error) {
 		}
 		row, err := contract.ParseRow(sc.Bytes())
 		if err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", path, n, err)
+			return nil, nil, fmt.Errorf("%s line %d: %w", path, n, err)
 		}
-		rows = append(rows, row)
+		rows, lines = append(rows, row), append(lines, n)
 	}
-	return rows, sc.Err()
+	return rows, lines, sc.Err()
 }
 
 // repoRoot finds the repository the jev binary was built in (bin/jev → ..), else the working

@@ -1,0 +1,132 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/internal/report"
+)
+
+// Scoring is one setting a sweep decides the rows under: its name (a calibration scoring name:
+// raw, pride, permute-N, pride+permute-N, cyclic) and a Decider opened with it.
+type Scoring struct {
+	Name    string
+	Decider *gojev.Decider
+}
+
+// ScoringPath is what a sweep measured for one scoring over every row.
+type ScoringPath struct {
+	Scoring  string `json:"scoring"`
+	Rows     int    `json:"rows"`
+	Errors   int    `json:"errors"`
+	Labelled int    `json:"labelled"`
+	Correct  int    `json:"correct"`
+	// Accuracy is Correct/Labelled, with its 95 % Wilson interval.
+	Accuracy   float64         `json:"accuracy"`
+	AccuracyCI report.Interval `json:"accuracy_ci95"`
+	// WallS is the sum of this scoring's blocks' wall times (seconds); DecodeS the part in
+	// the runtime's read-out.
+	WallS   float64 `json:"wall_s"`
+	DecodeS float64 `json:"decode_s"`
+	// PromptTokens is the prompt tokens a no-reuse run would decode (every shifted prompt
+	// counted); TokensDecoded what the runtime decoded after the prefixes prompts shared.
+	PromptTokens  int64 `json:"prompt_tokens"`
+	TokensDecoded int64 `json:"tokens_decoded"`
+	// PromptsPerRow is the mean number of prompts (cyclic shifts) a row was decided under.
+	PromptsPerRow float64 `json:"prompts_per_row"`
+	// WallVsBase and DecodedVsBase are WallS and TokensDecoded over the first scoring's.
+	WallVsBase    float64 `json:"wall_vs_base"`
+	DecodedVsBase float64 `json:"decoded_vs_base"`
+}
+
+// Sweep is jev bench --scorings' result: the same rows decided under each scoring, in
+// interleaved blocks, in one run.
+type Sweep struct {
+	Rows     int            `json:"rows"`
+	Block    int            `json:"block"`
+	Threads  int            `json:"threads"`
+	Model    string         `json:"model"`
+	Contract string         `json:"contract"`
+	Paths    []*ScoringPath `json:"scorings"`
+	Started  time.Time      `json:"started"`
+}
+
+// RunSweep decides rows under every scoring and measures each. The rows go in blocks of block
+// rows (0: all in one block); every block is decided under each scoring in turn (DecideAll, so
+// a block's prefixes are shared as in jev decide's window), the first scoring of a block
+// rotating from block to block, so that a machine's drift over a long run and the cost of
+// switching between Deciders fall on every scoring alike. record, when not nil, receives every
+// outcome (scoring index, row index) as it is decided. Ratios are against the first scoring.
+func RunSweep(ctx context.Context, scorings []Scoring, rows []contract.Row, block int, record func(s, row int, o gojev.Outcome) error) (*Sweep, error) {
+	if len(scorings) == 0 {
+		return nil, fmt.Errorf("bench: a sweep needs at least one scoring")
+	}
+	if block <= 0 || block > len(rows) {
+		block = max(1, len(rows))
+	}
+	sw := &Sweep{Rows: len(rows), Block: block, Started: time.Now().UTC()}
+	prompts := make([]int, len(scorings))
+	for _, s := range scorings {
+		sw.Paths = append(sw.Paths, &ScoringPath{Scoring: s.Name})
+	}
+	for b, lo := 0, 0; lo < len(rows); b, lo = b+1, lo+block {
+		hi := min(lo+block, len(rows))
+		for j := range scorings {
+			i := (b + j) % len(scorings)
+			d, p := scorings[i].Decider, sw.Paths[i]
+			before := d.Stats()
+			start := time.Now()
+			outs, err := d.DecideAll(ctx, rows[lo:hi])
+			if err != nil {
+				return nil, fmt.Errorf("bench: %s: %w", scorings[i].Name, err)
+			}
+			p.WallS += time.Since(start).Seconds()
+			after := d.Stats()
+			p.PromptTokens += after.PromptTokens - before.PromptTokens
+			p.TokensDecoded += after.DecodedTokens - before.DecodedTokens
+			p.DecodeS += float64(after.DecodeNS-before.DecodeNS) / 1e9
+			for r, o := range outs {
+				p.Rows++
+				if o.Err != nil {
+					p.Errors++
+				} else {
+					prompts[i]++
+					if o.Result.Debias != nil {
+						prompts[i] += len(o.Result.Debias.Permutations)
+					}
+					if o.Result.Correct != nil {
+						p.Labelled++
+						if *o.Result.Correct {
+							p.Correct++
+						}
+					}
+				}
+				if record != nil {
+					if err := record(i, lo+r, o); err != nil {
+						return nil, err
+					}
+				}
+			}
+		}
+	}
+	base := sw.Paths[0]
+	for i, p := range sw.Paths {
+		if decided := p.Rows - p.Errors; decided > 0 {
+			p.PromptsPerRow = float64(prompts[i]) / float64(decided)
+		}
+		if p.Labelled > 0 {
+			p.Accuracy = float64(p.Correct) / float64(p.Labelled)
+		}
+		p.AccuracyCI = report.Wilson(p.Correct, p.Labelled)
+		if base.WallS > 0 {
+			p.WallVsBase = p.WallS / base.WallS
+		}
+		if base.TokensDecoded > 0 {
+			p.DecodedVsBase = float64(p.TokensDecoded) / float64(base.TokensDecoded)
+		}
+	}
+	return sw, nil
+}
