@@ -68,7 +68,8 @@ func (d *Decider) finish(res *Result) *Result {
 // a Decider with Options.Calibration and Options.AbstainBelow does: with a profile holding the
 // result's scoring, Probability becomes the calibrated probability of the choice and
 // Calibration records the map; Abstained is set when Probability (calibrated or not) is below
-// abstainBelow (0: never). A nil profile, or one without the result's scoring (a row with
+// abstainBelow (0: never), or when the injection detector flagged the row for abstention
+// (Suspect.Abstain, Options.AbstainOnSuspect). A nil profile, or one without the result's scoring (a row with
 // fewer options than Permute), leaves the probabilities as they are. Every other field stays.
 // jev calibrate --apply calibrates an existing results file with it, without decoding.
 func Calibrate(res *Result, p *calibrate.Profile, abstainBelow float64) {
@@ -89,7 +90,7 @@ func Calibrate(res *Result, p *calibrate.Profile, abstainBelow float64) {
 			res.Probability = probs[chosen]
 		}
 	}
-	res.Abstained = abstainBelow > 0 && res.Probability < abstainBelow
+	res.Abstained = (abstainBelow > 0 && res.Probability < abstainBelow) || (res.Suspect != nil && res.Suspect.Abstain)
 }
 
 // idAt is the id of option i in row order.

@@ -67,6 +67,8 @@ type request struct {
 	// candidates whose content-free p_yes is not cached yet (cfOpts), in that order.
 	cf     []*job
 	cfOpts []contract.Option
+	// detect is the injection detector's job (Options.Detect), nil without it.
+	detect *job
 }
 
 // begin prepares and enqueues a row's prompts under method, decided under permute evenly
@@ -120,12 +122,47 @@ func (d *Decider) begin(ctx context.Context, row contract.Row, method debias.Met
 			}
 		}
 	}
+	if d.opts.Detect {
+		j, err := d.newJobOf(ctx, row, true)
+		if err != nil {
+			return nil, err
+		}
+		r.detect = j
+	}
 	for _, j := range append(r.jobs, r.cf...) {
 		if err := d.enqueue(ctx, j); err != nil {
 			return nil, err
 		}
 	}
+	if r.detect != nil {
+		if err := d.enqueue(ctx, r.detect); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
+}
+
+// suspect waits for a request's detector prompt (Options.Detect) and records its readout in
+// res.Suspect, before the result is finished (finish applies AbstainOnSuspect's abstention).
+func (d *Decider) suspect(ctx context.Context, r *request, res *Result) error {
+	if r.detect == nil {
+		return nil
+	}
+	out, err := d.wait(ctx, r.detect)
+	if err != nil {
+		return fmt.Errorf("injection detector: %w", err)
+	}
+	s := out.Suspect
+	s.Threshold = d.opts.DetectThreshold
+	if s.Threshold == 0 {
+		s.Threshold = DefaultDetectThreshold
+	}
+	s.Flagged = s.PYes >= s.Threshold
+	s.Abstain = s.Flagged && d.opts.AbstainOnSuspect
+	res.Suspect = s
+	res.Stats.PromptTokens += s.NPromptTokens
+	res.Stats.DecodedTokens += out.Stats.DecodedTokens
+	return nil
 }
 
 // end waits for a request's jobs and combines their results.
@@ -163,6 +200,9 @@ func (d *Decider) end(ctx context.Context, r *request) (*Result, error) {
 		return nil, fmt.Errorf("%w: unknown debias method %q", ErrOptions, r.method)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := d.suspect(ctx, r, out); err != nil {
 		return nil, err
 	}
 	return d.finish(out), nil
@@ -321,8 +361,8 @@ func contentFreeKey(question string, o contract.Option) string {
 // Outcome's error and is left out of the estimate. The Decider must serve the Direct contract.
 // It does not set the prior: call SetPrior.
 func (d *Decider) EstimatePrior(ctx context.Context, rows []contract.Row) (*debias.Prior, []Outcome, error) {
-	if d.opts.Contract != Direct {
-		return nil, nil, fmt.Errorf("%w: PriDe needs the direct contract", ErrOptions)
+	if !d.opts.Contract.lettered() {
+		return nil, nil, fmt.Errorf("%w: PriDe needs the direct contract (or its guarded variant)", ErrOptions)
 	}
 	out := make([]Outcome, len(rows))
 	reqs := make([]*request, len(rows))
@@ -355,6 +395,10 @@ func (d *Decider) EstimatePrior(ctx context.Context, rows []contract.Row) (*debi
 			continue
 		}
 		res.Debias.PriorSample = true
+		if err := d.suspect(ctx, r, res); err != nil {
+			out[i].Err = err
+			continue
+		}
 		out[i].Result = res
 		k := len(r.row.Options)
 		if k < 2 {
@@ -374,7 +418,7 @@ func (d *Decider) EstimatePrior(ctx context.Context, rows []contract.Row) (*debi
 	if err := ctx.Err(); err != nil {
 		return nil, out, fmt.Errorf("gojev: %w", err)
 	}
-	p := &debias.Prior{Method: debias.PriDe, Reference: debias.Reference, PromptVersion: contract.PromptVersion,
+	p := &debias.Prior{Method: debias.PriDe, Reference: debias.Reference, PromptVersion: d.opts.Contract.String(),
 		ByOptions: map[int]debias.LetterPrior{}}
 	for k, priors := range rowPriors {
 		avg, err := debias.AveragePriors(priors)

@@ -184,8 +184,11 @@ type Result struct {
 	// Calibration is what a calibration profile added (nil without Options.Calibration);
 	// Probability is then calibrated.
 	Calibration *Calibration `json:"calibration,omitempty"`
-	// Abstained: Probability is below Options.AbstainBelow. The choice is kept; a caller
-	// hands the row to a person instead of acting on it.
+	// Suspect is the injection detector's readout of the row's evidence (Options.Detect).
+	Suspect *Suspicion `json:"suspect,omitempty"`
+	// Abstained: Probability is below Options.AbstainBelow, or the detector flagged the row
+	// under Options.AbstainOnSuspect. The choice is kept; a caller hands the row to a person
+	// instead of acting on it.
 	Abstained bool `json:"abstained,omitempty"`
 	// Backend is "in-process" or the server's URL; Renderer "go", "llama" or "server";
 	// TemplateDate the clock the template read ("2006-01-02" at midnight, else RFC 3339):
@@ -300,4 +303,23 @@ func templateDate(t time.Time) string {
 		return t.Format(time.DateOnly)
 	}
 	return t.Format(time.RFC3339)
+}
+
+// DefaultDetectThreshold is the p_yes at or above which the injection detector flags a row
+// (Options.DetectThreshold 0).
+const DefaultDetectThreshold = 0.5
+
+// Suspicion is the injection detector's readout of one row's evidence (Options.Detect): its
+// own prompt (contract.DetectMessages, prompt_version injection-check-v1), read as the binary
+// contract reads an answer (p_yes over every single-token spelling of yes and no).
+type Suspicion struct {
+	PromptVersion string `json:"prompt_version"`
+	PromptSHA256  string `json:"prompt_sha256"`
+	NPromptTokens int    `json:"n_prompt_tokens"`
+	contract.BinaryScore
+	// Threshold is the p_yes at or above which the row is Flagged; Abstain is set when a
+	// flagged row abstains (Options.AbstainOnSuspect).
+	Threshold float64 `json:"threshold"`
+	Flagged   bool    `json:"flagged"`
+	Abstain   bool    `json:"abstain,omitempty"`
 }

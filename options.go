@@ -30,7 +30,14 @@ const (
 	Direct Contract = iota
 	// Binary is binary-candidates-v1: one yes/no prompt per option, ranked by p_yes.
 	Binary
+	// Guarded is direct-options-guarded-v1: Direct's prompt with the seed's guard sentence
+	// against instructions in the evidence in its system text (contract.GuardedSystem), and
+	// nothing else changed. Opt-in; Direct stays the seed's.
+	Guarded
 )
+
+// lettered reports whether the contract answers with option letters (Direct, Guarded).
+func (c Contract) lettered() bool { return c == Direct || c == Guarded }
 
 // String returns the contract's prompt_version.
 func (c Contract) String() string {
@@ -39,6 +46,8 @@ func (c Contract) String() string {
 		return contract.PromptVersion
 	case Binary:
 		return contract.BinaryPromptVersion
+	case Guarded:
+		return contract.GuardedPromptVersion
 	}
 	return fmt.Sprintf("Contract(%d)", int(c))
 }
@@ -87,6 +96,14 @@ type Options struct {
 	// below it as Abstained, keeping its choice; 0 abstains on nothing. Profile.Threshold
 	// gives the threshold that keeps the error rate of the rows answered (not abstained) within a budget.
 	AbstainBelow float64
+	// Detect asks the model, for every row, whether its evidence tries to dictate the decision
+	// (contract.DetectMessages, prompt_version injection-check-v1: one more yes/no prompt a
+	// row, of the evidence alone), and records the answer in Result.Suspect. A row is flagged
+	// when p_yes ≥ DetectThreshold (0 means 0.5); AbstainOnSuspect makes a flagged row
+	// abstain. The decision's own prompts and scores do not change.
+	Detect           bool
+	DetectThreshold  float64
+	AbstainOnSuspect bool
 
 	// The fields below configure the runtime Open creates (backend.InProcessOptions
 	// documents each and its default). New takes a runtime already configured and ignores
@@ -123,13 +140,13 @@ func (o Options) inProcess() backend.InProcessOptions {
 // check validates the decision options. Errors wrap ErrOptions.
 func (o Options) check() error {
 	switch o.Contract {
-	case Direct, Binary:
+	case Direct, Binary, Guarded:
 	default:
 		return fmt.Errorf("%w: unknown contract %d", ErrOptions, int(o.Contract))
 	}
 	switch {
 	case o.Debias == debias.None:
-	case (o.Debias == debias.PriDe || o.Debias == debias.Cyclic) && o.Contract == Direct:
+	case (o.Debias == debias.PriDe || o.Debias == debias.Cyclic) && o.Contract.lettered():
 	case o.Debias == debias.Contextual && o.Contract == Binary:
 	default:
 		return fmt.Errorf("%w: debias method %q does not apply to %s (pride and cyclic: direct; contextual: binary)",
@@ -137,6 +154,12 @@ func (o Options) check() error {
 	}
 	if o.Permute < 0 || (o.Permute > 1 && o.Debias != debias.Cyclic && o.Debias != debias.PriDe) {
 		return fmt.Errorf("%w: Permute %d needs debias.Cyclic or debias.PriDe (direct contract)", ErrOptions, o.Permute)
+	}
+	if !(o.DetectThreshold >= 0 && o.DetectThreshold <= 1) {
+		return fmt.Errorf("%w: DetectThreshold %v is not a probability", ErrOptions, o.DetectThreshold)
+	}
+	if o.AbstainOnSuspect && !o.Detect {
+		return fmt.Errorf("%w: AbstainOnSuspect needs Detect", ErrOptions)
 	}
 	if !(o.AbstainBelow >= 0 && o.AbstainBelow <= 1) {
 		return fmt.Errorf("%w: AbstainBelow %v is not a probability", ErrOptions, o.AbstainBelow)

@@ -40,13 +40,13 @@ func (d *Decider) startupChecks(ctx context.Context) error {
 		return out, nil
 	}
 	var err error
-	switch d.opts.Contract {
-	case Direct:
+	if d.opts.Contract.lettered() {
 		if d.slots, err = contract.ResolveSlots(tok); err != nil {
 			return fmt.Errorf("the model fails the start-up checks: %w", err)
 		}
 		d.check.Slots, err = info(d.slots[:], true)
-	case Binary:
+	}
+	if err == nil && (d.opts.Contract == Binary || d.opts.Detect) {
 		if d.bslots, err = contract.ResolveBinarySlots(tok); err != nil {
 			return fmt.Errorf("the model fails the start-up checks: %w", err)
 		}
@@ -60,6 +60,11 @@ func (d *Decider) startupChecks(ctx context.Context) error {
 	ps, err := d.Render(ctx, contract.SampleRow())
 	if err != nil {
 		return fmt.Errorf("the model fails the start-up checks on the sample row: %w", err)
+	}
+	if d.opts.Detect {
+		if _, err := d.detectPrompt(ctx, contract.SampleRow()); err != nil {
+			return fmt.Errorf("the model fails the start-up checks on the injection detector's prompt: %w", err)
+		}
 	}
 	d.check.SamplePromptSHA256, d.check.SampleTokens, d.check.BoundaryHolds = ps[0].SHA256, ps[0].NTokens, true
 	if t, ok := d.rt.(interface{ TemplateSHA256() string }); ok {
@@ -81,8 +86,16 @@ func (d *Decider) Render(ctx context.Context, row Row) ([]Prompt, error) {
 	tok := backend.Tokenizer(ctx, d.rt)
 	var out []Prompt
 	switch d.opts.Contract {
-	case Direct:
-		msgs, err := contract.DirectMessages(row.State, row.Question, row.Options)
+	case Direct, Guarded:
+		evidence, err := contract.EvidenceJSON(row.State)
+		if err != nil {
+			return nil, err
+		}
+		messages := contract.DirectMessagesReusing
+		if d.opts.Contract == Guarded {
+			messages = contract.GuardedMessages
+		}
+		msgs, err := messages(evidence, row.Question, row.Options)
 		if err != nil {
 			return nil, err
 		}
@@ -128,20 +141,63 @@ func (d *Decider) prompt(ctx context.Context, msgs []contract.ChatMessage, verif
 	return Prompt{Text: text, SHA256: contract.PromptSHA256(text), Tokens: toks, NTokens: len(toks)}, nil
 }
 
+// RenderDetect renders a row's injection-detector prompt (Options.Detect; contract.DetectMessages
+// of its evidence) without decoding it, checked as a binary answer's prompt. The Decider must
+// have been opened with Options.Detect (its yes/no slots resolved); otherwise ErrOptions.
+func (d *Decider) RenderDetect(ctx context.Context, row Row) (Prompt, error) {
+	if !d.opts.Detect {
+		return Prompt{}, fmt.Errorf("%w: RenderDetect needs Options.Detect", ErrOptions)
+	}
+	return d.detectPrompt(ctx, row)
+}
+
+// detectPrompt renders and checks the injection detector's prompt for a row's evidence
+// (contract.DetectMessages), read as a binary answer.
+func (d *Decider) detectPrompt(ctx context.Context, row contract.Row) (Prompt, error) {
+	evidence, err := contract.EvidenceJSON(row.State)
+	if err != nil {
+		return Prompt{}, err
+	}
+	tok := backend.Tokenizer(ctx, d.rt)
+	p, err := d.prompt(ctx, contract.DetectMessages(evidence), func(text string) ([]int32, error) {
+		return contract.VerifyBinaryBoundary(tok, text, d.bslots)
+	})
+	if err != nil {
+		return Prompt{}, fmt.Errorf("injection detector: %w", err)
+	}
+	p.ids = contract.BinaryIDs(d.bslots)
+	return p, nil
+}
+
 func (d *Decider) newJob(ctx context.Context, row contract.Row) (*job, error) {
+	return d.newJobOf(ctx, row, false)
+}
+
+// newJobOf prepares a row's job: its decision prompts (Render), or with detect the injection
+// detector's one prompt.
+func (d *Decider) newJobOf(ctx context.Context, row contract.Row, detect bool) (*job, error) {
 	start := time.Now()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("gojev: %w", err)
 	}
 	d.cpu.Lock()
 	t0 := time.Now()
-	ps, err := d.Render(ctx, row)
+	var ps []Prompt
+	var err error
+	if detect {
+		var p Prompt
+		if p, err = d.detectPrompt(ctx, row); err == nil {
+			ps = []Prompt{p}
+		}
+	} else {
+		ps, err = d.Render(ctx, row)
+	}
 	d.stats.prepareNS.Add(int64(time.Since(t0)))
 	d.cpu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	j := &job{ctx: ctx, row: row, start: start, left: len(ps), done: make(chan struct{})}
+	j := &job{ctx: ctx, row: row, start: start, left: len(ps), done: make(chan struct{}), detect: detect}
 	for _, p := range ps {
 		j.prompts = append(j.prompts, &prompt{job: j, Prompt: p})
 	}

@@ -29,6 +29,7 @@ type job struct {
 	done     chan struct{}
 	res      *Result
 	err      error
+	detect   bool // the injection detector's prompt, scored into Result.Suspect
 }
 
 // prompt is one rendered prompt of a job and, once decoded, its readout.
@@ -281,14 +282,23 @@ func (d *Decider) score(j *job) *Result {
 		res.Stats.PromptTokens += p.NTokens
 	}
 	res.NPromptTokens = res.Stats.PromptTokens
-	switch d.opts.Contract {
-	case Direct:
+	switch {
+	case j.detect:
+		p := j.prompts[0]
+		res.PromptVersion, res.PromptSHA256 = contract.DetectPromptVersion, p.SHA256
+		res.Suspect = &Suspicion{PromptVersion: contract.DetectPromptVersion, PromptSHA256: p.SHA256, NPromptTokens: p.NTokens,
+			BinaryScore: contract.ScoreBinaryReadout(p.readout.Logprobs, p.readout.Logits, d.bslots)}
+		res.Stats.DecodedTokens = j.decoded
+		d.stats.prompts.Add(1)
+		d.stats.promptTokens.Add(int64(p.NTokens))
+		return res
+	case d.opts.Contract.lettered():
 		p := j.prompts[0]
 		scores, chosen := contract.ScoreReadout(p.readout.Logprobs, p.readout.Logits, d.slots, j.row.Options)
-		res.PromptVersion, res.PromptSHA256 = contract.PromptVersion, p.SHA256
+		res.PromptVersion, res.PromptSHA256 = d.opts.Contract.String(), p.SHA256
 		res.Chosen, res.ChosenLetter, res.Options = scores[chosen].ID, scores[chosen].Letter, scores
 		res.Probability = scores[chosen].Probability
-	case Binary:
+	case d.opts.Contract == Binary:
 		res.PromptVersion = contract.BinaryPromptVersion
 		res.Candidates = make([]contract.CandidateScore, len(j.prompts))
 		for i, p := range j.prompts {
