@@ -69,7 +69,7 @@ func (b *biasFlags) method(c gojev.Contract) (debias.Method, error) {
 	case b.permute != "":
 		m = debias.Cyclic
 	}
-	if (m == debias.PriDe || m == debias.Cyclic) && c != gojev.Direct {
+	if (m == debias.PriDe || m == debias.Cyclic) && c == gojev.Binary {
 		return "", usageError{fmt.Errorf("--debias pride and --permute control the letter bias of the direct contract; the binary contract has --debias contextual")}
 	}
 	if m == debias.Contextual && c != gojev.Binary {
@@ -114,7 +114,7 @@ func (b *biasFlags) checkShard(m debias.Method, part shard, out string, resume b
 }
 
 // loadPrior reads --prior FILE when it exists; a missing file returns nil (estimate, then save).
-func (b *biasFlags) loadPrior(model debias.ModelID) (*debias.Prior, error) {
+func (b *biasFlags) loadPrior(model debias.ModelID, promptVersion string) (*debias.Prior, error) {
 	if b.priorFile == "" {
 		return nil, nil
 	}
@@ -125,7 +125,7 @@ func (b *biasFlags) loadPrior(model debias.ModelID) (*debias.Prior, error) {
 	if err != nil {
 		return nil, usageError{fmt.Errorf("--prior: %w", err)}
 	}
-	if err := p.Check(model, contract.PromptVersion); err != nil {
+	if err := p.Check(model, promptVersion); err != nil {
 		return nil, usageError{fmt.Errorf("--prior %s: %w; estimate a new one (another file name)", b.priorFile, err)}
 	}
 	return p, nil

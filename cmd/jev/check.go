@@ -61,7 +61,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			false: "one prompt per llama_decode, exact; jev decide --decode packed packs them"}[c.Decode == backend.DecodePacked])
 	}
 	fmt.Fprintf(stdout, "backend          %s, renderer %s, template_date %s\n", c.Backend, c.Renderer, c.TemplateDate)
-	fmt.Fprintf(stdout, "prompt_version   %s\n", contract.PromptVersion)
+	fmt.Fprintf(stdout, "prompt_version   %s\n", c.PromptVersion)
 	if c.TemplateSHA256 != "" {
 		fmt.Fprintf(stdout, "template_sha256  %s\n", c.TemplateSHA256)
 	}

@@ -94,6 +94,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	var window int
 	var bf biasFlags
 	var cf calibrationFlags
+	var df detectFlags
 	stringFlag(fs, &in, "i,input", "", "rows `file` (JSONL; default stdin)")
 	stringFlag(fs, &out, "o,output", "", "results `file` (JSONL; default stdout); a run file <file>.run.json beside it records the model, flags, prior and timing for jev report")
 	stringFlag(fs, &format, "format", "", "output `format`: text (one readable line per row) or jsonl (default: text when writing to a terminal, else jsonl)")
@@ -101,6 +102,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	stringFlag(fs, &contractName, "contract", "direct", "prompt `contract`: direct (direct-options-v1: one prompt, the letter of an option) or binary (binary-candidates-v1: one yes/no prompt per option, ranked by p_yes)")
 	bf.register(fs)
 	cf.register(fs)
+	df.register(fs)
 	intFlag(fs, &window, "window", 32, "`rows` decided at once: read ahead so their shared prefixes are decoded once (results stay in input order)")
 	boolFlag(fs, &resume, "resume", "continue an interrupted run into the existing -o file: keep its records, skip the rows they name, append the rest")
 	stringFlag(fs, &shardSpec, "shard", "", "decide only shard `I/N` of the input (I from 0): the lines L with (L-1) mod N = I; auto takes I and N from a Slurm array task or a Kubernetes Indexed Job; {shard} in -o becomes I; jev merge joins the parts")
@@ -127,6 +129,9 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	opts := gojev.Options{Contract: c, Debias: method, Permute: bf.permuteN}
+	if err := df.apply(&opts); err != nil {
+		return err
+	}
 	prof, err := cf.load(opts)
 	if err != nil {
 		return err
@@ -237,6 +242,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	meta.Shard = runFileShard(part)
 	meta.Permute, meta.AbstainBelow = bf.permuteN, opts.AbstainBelow
+	meta.Detect = df.meta(opts)
 	if prof != nil {
 		meta.Calibration = &runCalibration{File: cf.profile, SHA256: prof.SHA256}
 	}
@@ -260,7 +266,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	if method == debias.PriDe {
 		if prior == nil {
-			if prior, err = bf.loadPrior(*meta.Model); err != nil {
+			if prior, err = bf.loadPrior(*meta.Model, c.String()); err != nil {
 				return err
 			}
 			from := bf.priorFile
@@ -337,7 +343,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		fmt.Fprintf(stderr, "jev decide: deciding the rows of %s, %d at a time; each line prints once it and the rows before it are decided\n", src, window)
 	}
-	sum := summary{debiased: method != debias.None, part: part, abstaining: opts.AbstainBelow > 0}
+	sum := summary{debiased: method != debias.None, part: part, abstaining: opts.AbstainBelow > 0 || opts.AbstainOnSuspect, detecting: opts.Detect}
 	if !quiet {
 		sum.warn = stderr
 	}
@@ -562,11 +568,13 @@ type decided struct {
 	letter        string // the chosen option's letter in the row's own order ("" for binary)
 	nOptions      int
 	abstained     bool
+	flagged       bool // the injection detector flagged the row
 }
 
 // resultDecided is what the summary counts of a Result.
 func resultDecided(res *gojev.Result) *decided {
-	d := &decided{nPromptTokens: res.NPromptTokens, correct: res.Correct, letter: res.ChosenLetter, nOptions: len(res.Options), abstained: res.Abstained}
+	d := &decided{nPromptTokens: res.NPromptTokens, correct: res.Correct, letter: res.ChosenLetter, nOptions: len(res.Options), abstained: res.Abstained,
+		flagged: res.Suspect != nil && res.Suspect.Flagged}
 	if res.Debias != nil {
 		d.rawCorrect = res.Debias.RawCorrect
 	}
@@ -606,6 +614,8 @@ type summary struct {
 	rawCorrect            int // labelled rows the raw choice got right (under bias control)
 	abstaining            bool
 	abstained             int // rows below the abstention threshold
+	detecting             bool
+	flagged               int // rows the injection detector flagged
 	keptLabelled, keptOK  int // labelled rows not abstained, and those right
 	debiased              bool
 	promptTokens          int
@@ -628,6 +638,9 @@ func (s *summary) add(d *decided) {
 	s.promptTokens += d.nPromptTokens
 	if d.abstained {
 		s.abstained++
+	}
+	if d.flagged {
+		s.flagged++
 	}
 	if d.correct != nil {
 		s.labelled++
@@ -703,6 +716,9 @@ func (s *summary) print(w io.Writer) {
 		if s.debiased {
 			fmt.Fprintf(w, ", raw %.1f%%", 100*float64(s.rawCorrect)/float64(s.labelled))
 		}
+	}
+	if s.detecting {
+		fmt.Fprintf(w, ", flagged %d by the injection detector", s.flagged)
 	}
 	if s.abstaining && s.decided > 0 {
 		fmt.Fprintf(w, ", abstained %d, answered %d: coverage %.1f%%", s.abstained, s.decided-s.abstained, 100*float64(s.decided-s.abstained)/float64(s.decided))

@@ -196,6 +196,7 @@ func (f *modelFlags) open(ctx context.Context, stderr io.Writer, base gojev.Opti
 	}
 	opts.Contract, opts.Debias, opts.Prior, opts.Permute = base.Contract, base.Debias, base.Prior, base.Permute
 	opts.Calibration, opts.AbstainBelow = base.Calibration, base.AbstainBelow
+	opts.Detect, opts.DetectThreshold, opts.AbstainOnSuspect = base.Detect, base.DetectThreshold, base.AbstainOnSuspect
 	if f.runtime != "" {
 		if f.renderer != "" && f.renderer != backend.RendererServer {
 			return nil, usageError{fmt.Errorf("--renderer %s: with --runtime the server renders (--renderer server)", f.renderer)}
@@ -241,8 +242,10 @@ func parseContract(name string) (gojev.Contract, error) {
 		return gojev.Direct, nil
 	case "binary":
 		return gojev.Binary, nil
+	case "guarded":
+		return gojev.Guarded, nil
 	}
-	return 0, usageError{fmt.Errorf("--contract %q: want direct or binary", name)}
+	return 0, usageError{fmt.Errorf("--contract %q: want direct, guarded or binary", name)}
 }
 
 // reachable checks a --runtime server's GET /health before any work, so that an unreachable

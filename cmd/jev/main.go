@@ -11,6 +11,7 @@
 //	jev merge  -i rows.jsonl out/part-*.jsonl -o merged.jsonl
 //	jev report out.jsonl [more.jsonl ...] [--html report.html] [--json report.json]
 //	jev calibrate out.jsonl [more.jsonl ...] -o profile.json [--eval held.jsonl]
+//	jev redteam -i rows.jsonl -o DIR [--settings pride,pride+permute-2,...]
 //
 // Run `jev help` or `jev COMMAND -h` for the flags.
 package main
@@ -40,13 +41,15 @@ Usage:
                                                    accuracy, F1, confusion, letters, calibration, side by side
   jev calibrate out.jsonl -o profile.json          fit calibrated probabilities from labelled results;
                                                    then jev decide --calibration profile.json [--max-error 0.1]
+  jev redteam -i rows.jsonl -o DIR [--settings …]  attack labelled rows (prompt injection, five families) and
+                                                   measure how far the attacks steer each setting's decisions
   jev render [-i rows.jsonl] [--format text]       each row's rendered prompt and its hash
   jev check                                        run the start-up checks and print the answer slots
   jev parity [-i rows.jsonl] [--runtime URL]       compare prompts, tokens, log-probs and choices with llama-server
   jev bench  [-i rows.jsonl] [-o bench.json]       measure the engine, in-process and HTTP paths
   jev version                                      gojev's version, the llama.cpp pin, the default model
 
-decide, render, check, parity and bench take -m MODEL.gguf; without it, $JEV_MODEL, else the default model
+decide, render, check, parity, bench and redteam take -m MODEL.gguf; without it, $JEV_MODEL, else the default model
 that "make model" fetched (Qwen2.5-Coder-1.5B-Instruct Q4_K_M).
 
 A row is one JSON object per line:
@@ -80,6 +83,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runCheck(ctx, args[1:], stdout, stderr)
 	case "parity":
 		err = runParity(ctx, args[1:], stdout, stderr)
+	case "redteam":
+		err = runRedteam(ctx, args[1:], stdout, stderr)
 	case "bench":
 		err = runBench(ctx, args[1:], stdout, stderr)
 	case "report":

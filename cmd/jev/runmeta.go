@@ -23,6 +23,8 @@ type runMeta struct {
 	LlamaCpp string   `json:"llama_cpp"`
 	Args     []string `json:"args"`
 	Input    string   `json:"input"`
+	// InputSHA256 is the input file's sha256, where the run recorded it (jev redteam).
+	InputSHA256 string `json:"input_sha256,omitempty"`
 	// Shard is "I/N" for a run of jev decide --shard (shard I of N).
 	Shard string `json:"shard,omitempty"`
 	// Parts are the results files jev merge joined into this one.
@@ -42,14 +44,16 @@ type runMeta struct {
 	// Calibration names the --calibration profile; AbstainBelow is the threshold in force.
 	Calibration  *runCalibration `json:"calibration,omitempty"`
 	AbstainBelow float64         `json:"abstain_below,omitempty"`
-	NThreads     int             `json:"n_threads"`
-	Started      time.Time       `json:"started"`
-	Finished     bool            `json:"finished"`
-	ElapsedS     float64         `json:"elapsed_s"`
-	Rows         int             `json:"rows"`
-	Decided      int             `json:"decided"`
-	Errors       int             `json:"errors"`
-	Skipped      int             `json:"skipped,omitempty"`
+	// Detect is the injection detector's setting (--detect), nil without it.
+	Detect   *runDetect `json:"detect,omitempty"`
+	NThreads int        `json:"n_threads"`
+	Started  time.Time  `json:"started"`
+	Finished bool       `json:"finished"`
+	ElapsedS float64    `json:"elapsed_s"`
+	Rows     int        `json:"rows"`
+	Decided  int        `json:"decided"`
+	Errors   int        `json:"errors"`
+	Skipped  int        `json:"skipped,omitempty"`
 	// DecisionsPerS is Decided / ElapsedS of this invocation (a resumed run counts only
 	// what it decided itself).
 	DecisionsPerS float64 `json:"decisions_per_s"`

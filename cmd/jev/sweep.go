@@ -107,7 +107,7 @@ func runSweep(ctx context.Context, sf sweepFlags, mf *modelFlags, in string, row
 			}
 			if needPrior {
 				bf := biasFlags{priorFile: sf.priorFile}
-				if prior, err = bf.loadPrior(id); err != nil {
+				if prior, err = bf.loadPrior(id, contract.PromptVersion); err != nil {
 					return err
 				}
 				if prior == nil {

@@ -48,6 +48,9 @@ func textEncoder(color bool) recordEncoder {
 			if r.ChosenLetter != "" {
 				fmt.Fprintf(&b, " (%s)", r.ChosenLetter)
 			}
+			if r.Suspect != nil && r.Suspect.Flagged {
+				fmt.Fprintf(&b, "  suspect (p_yes %.2f)", r.Suspect.PYes)
+			}
 			if r.Abstained {
 				b.WriteString("  abstained")
 			}

@@ -34,6 +34,8 @@ type RunReport struct {
 type Report struct {
 	Generated time.Time   `json:"generated"`
 	Runs      []RunReport `json:"runs"`
+	// Injection is the prompt-injection section (jev redteam); nil in other reports.
+	Injection *Injection `json:"injection,omitempty"`
 }
 
 // Build computes every run's metrics and pairs each with the first run.
@@ -403,6 +405,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 		return fmt.Sprintf("%.3f", *v)
 	},
 	"pval": func(v float64) string { return fmt.Sprintf("%.3g", v) },
+	"moved": svgMoved,
 	"join": strings.Join,
 	"short": func(s string) string {
 		if len(s) > 16 {
@@ -436,6 +439,17 @@ details{margin:6px 0}summary{cursor:pointer;color:#0b5394}code{font-size:12px;ba
 <td class="l">{{with $r.Paired}}+{{.Gained}} / −{{.Lost}} (p={{pval .PValue}}){{else}}—{{end}}</td></tr>
 {{end}}</table></div>
 <p class="muted">Accuracy over labelled rows, with the Wilson 95% interval. Latency: from a row's request to its result, queueing behind the rows decided at once (--window) included. ECE: expected calibration error of the chosen option's probability, 10 equal-width bins. Brier: mean multi-class Brier score, Σ over the options of (p − y)², 0 best. AURC: area under the risk–coverage curve, 0 best (below). A file decided with --calibration gives a run "(uncalibrated)" too: the same choices with the probabilities before the profile. Top letter: the answer letter chosen most often and its share (position bias at a glance). vs first run: labelled rows this run gets right and the first does not (+), the reverse (−), McNemar's exact p. A file decided with bias control gives two runs: its debiased choices and its raw ones "(raw)", from the same decodes.</p>
+{{with .Injection}}<h2>Prompt injection ({{.Catalogue}}, {{.Rows}} rows a family)</h2>
+<p class="muted">Each labelled row is attacked towards one wrong option (its target) in every family: the evidence ends with the family's text naming it. Moved: the attacked row's choice is the target and the clean row's is not; acted on: moved and not abstained. Clean and attacked: accuracy. Flagged: the injection detector's recall on the family; clean flagged: its false alarms on the clean rows.</p>
+{{moved .}}
+<div class="scroll"><table><tr><th class="l">setting</th><th class="l">family</th><th>moved</th><th>acted on</th><th>accuracy clean → attacked</th><th>on target clean → attacked</th><th>abstained clean → attacked</th><th>mean p clean → attacked</th><th>mean p of moved rows</th><th>flagged</th><th>clean flagged</th><th>precision</th></tr>
+{{range .Figures}}<tr><td class="l">{{.Setting}}</td><td class="l">{{.Family}}</td><td><b>{{pct .Moved}}</b></td><td>{{pct .MovedAnswered}}</td><td>{{pct .CleanAccuracy}} → {{pct .AttackedAccuracy}}</td><td>{{pct .CleanOnTarget}} → {{pct .AttackedOnTarget}}</td><td>{{pct .CleanAbstained}} → {{pct .AttackedAbstained}}</td><td>{{f3 .CleanMeanProbability}} → {{f3 .AttackedMeanProbability}}</td><td>{{f3 .MovedMeanProbability}}</td><td>{{if .Detected}}{{pct .AttackedFlagged}}{{else}}—{{end}}</td><td>{{if .Detected}}{{pct .CleanFlagged}}{{else}}—{{end}}</td><td>{{if .Detected}}{{pct .Precision}}{{else}}—{{end}}</td></tr>
+{{end}}</table></div>
+<h3>Cost of the decoded settings</h3>
+<table><tr><th class="l">setting</th><th>s/row</th><th>wall ×</th><th>tokens decoded/row</th><th>tokens ×</th></tr>{{range .Costs}}<tr><td class="l">{{.Setting}}</td><td>{{printf "%.2f" .WallPerRowS}}</td><td>{{printf "%.2f" .WallVsFirst}}×</td><td>{{printf "%.0f" .DecodedPerRow}}</td><td>{{printf "%.2f" .DecodedVsFirst}}×</td></tr>{{end}}</table>
+<h3>Families</h3>
+{{range .Families}}<p><b>{{.Name}}</b>: {{.Description}}<br><span class="muted">{{join .Sources "; "}}</span></p>{{end}}
+{{end}}
 {{accuracy .Runs}}
 <h2>Chosen letters against gold letters</h2>
 <p class="muted">A model without position bias chooses letters as often as they are right (grey).</p>
@@ -446,7 +460,7 @@ details{margin:6px 0}summary{cursor:pointer;color:#0b5394}code{font-size:12px;ba
 <h2>Selective decisions: risk against coverage</h2>
 <p class="muted">Rows ranked by the probability of their choice, most confident first: the error rate (risk) of the most confident rows against their share (coverage). A run whose probabilities rank its mistakes last sits low on the left. AURC: the area under the curve; acc@80%: accuracy of the 80% most confident rows; cov@≤5% and ≤10%: the most rows that can be decided at that error rate.</p>
 {{riskcoverage .Runs}}
-<div class="scroll"><table><tr><th class="l">run</th><th>AURC</th><th>accuracy at 80% coverage</th><th>coverage at ≤5% error</th><th>coverage at ≤10% error</th><th>abstained</th><th>coverage</th><th>accuracy of the decided rows</th></tr>
+<div class="scroll"><table><tr><th class="l">run</th><th>AURC</th><th>accuracy at 80% coverage</th><th>coverage at ≤5% error</th><th>coverage at ≤10% error</th><th>abstained</th><th>coverage</th><th>accuracy of the answered rows</th></tr>
 {{range $i, $r := .Runs}}<tr><td class="l"><span class="swatch" style="background:{{colour $i}}"></span>{{$r.Name}}</td><td>{{f4 $r.Selective.AURC}}</td><td>{{pct $r.Selective.AccuracyAt80}}</td><td>{{pct $r.Selective.CoverageAt5}}</td><td>{{pct $r.Selective.CoverageAt10}}</td><td>{{$r.Abstained}}</td><td>{{if $r.Abstained}}{{pct $r.Coverage}}{{else}}—{{end}}</td><td>{{if $r.Abstained}}{{pct $r.DecidedAccuracy}}{{else}}—{{end}}</td></tr>
 {{end}}</table></div>
 <h2>Confusion and per-label figures</h2>

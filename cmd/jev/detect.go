@@ -1,0 +1,53 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/contract"
+)
+
+// detectFlags are jev decide's injection-detection flags.
+type detectFlags struct {
+	detect    bool
+	threshold float64
+	abstain   bool
+}
+
+// runDetect is what a run file records of --detect.
+type runDetect struct {
+	PromptVersion string  `json:"prompt_version"`
+	Threshold     float64 `json:"threshold"`
+	Abstain       bool    `json:"abstain_on_suspect,omitempty"`
+}
+
+func (f *detectFlags) register(fs *flag.FlagSet) {
+	boolFlag(fs, &f.detect, "detect", "ask the model, for every row, whether its evidence tries to dictate the decision (one more yes/no prompt a row, injection-check-v1); the record gets \"suspect\" with its p_yes and \"flagged\"")
+	floatFlag(fs, &f.threshold, "detect-threshold", gojev.DefaultDetectThreshold, "with --detect: flag a row when the detector's p_yes is at least `P`")
+	boolFlag(fs, &f.abstain, "abstain-on-suspect", "with --detect: a flagged row abstains (\"abstained\": true; the choice is kept)")
+}
+
+// apply checks the flags and sets them in opts.
+func (f *detectFlags) apply(opts *gojev.Options) error {
+	switch {
+	case !f.detect && f.abstain:
+		return usageError{errors.New("--abstain-on-suspect abstains on the rows --detect flags: add --detect")}
+	case !(f.threshold > 0 && f.threshold <= 1):
+		return usageError{fmt.Errorf("--detect-threshold %v: want a probability in (0, 1]", f.threshold)}
+	}
+	opts.Detect, opts.AbstainOnSuspect = f.detect, f.abstain
+	if f.detect {
+		opts.DetectThreshold = f.threshold
+	}
+	return nil
+}
+
+// meta is the run file's record of the setting (nil without --detect).
+func (f *detectFlags) meta(opts gojev.Options) *runDetect {
+	if !opts.Detect {
+		return nil
+	}
+	return &runDetect{PromptVersion: contract.DetectPromptVersion, Threshold: opts.DetectThreshold, Abstain: opts.AbstainOnSuspect}
+}
