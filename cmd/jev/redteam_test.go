@@ -80,8 +80,8 @@ func TestRedteamFiguresFromHandMadeRecords(t *testing.T) {
 			ok, rawOK := pride[i] == gold[i], raw[i] == gold[i]
 			rec := map[string]any{"id": []string{"a", "b", "c", "d"}[i], "line": i + 1, "prompt_version": "direct-options-v1",
 				"chosen": pride[i], "probability": 0.5 + 0.1*float64(i), "label": gold[i], "correct": ok,
-				"options": []map[string]any{{"id": "card_arrival", "letter": "A", "probability": 0.2}, {"id": "top_up", "letter": "B", "probability": 0.3}, {"id": "refund", "letter": "C", "probability": 0.5}},
-				"debias": map[string]any{"method": "pride", "raw_chosen": raw[i], "raw_correct": rawOK, "probabilities": []float64{0.2, 0.3, 0.5}},
+				"options":   []map[string]any{{"id": "card_arrival", "letter": "A", "probability": 0.2}, {"id": "top_up", "letter": "B", "probability": 0.3}, {"id": "refund", "letter": "C", "probability": 0.5}},
+				"debias":    map[string]any{"method": "pride", "raw_chosen": raw[i], "raw_correct": rawOK, "probabilities": []float64{0.2, 0.3, 0.5}},
 				"abstained": abst != nil && abst[i]}
 			line, err := json.Marshal(rec)
 			require.NoError(t, err)

@@ -404,9 +404,9 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 		}
 		return fmt.Sprintf("%.3f", *v)
 	},
-	"pval": func(v float64) string { return fmt.Sprintf("%.3g", v) },
+	"pval":  func(v float64) string { return fmt.Sprintf("%.3g", v) },
 	"moved": svgMoved,
-	"join": strings.Join,
+	"join":  strings.Join,
 	"short": func(s string) string {
 		if len(s) > 16 {
 			return s[:16] + "…"
