@@ -181,6 +181,7 @@ func runRedteam(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	mf.registerDecoding(fs)
 	var in, dir, settingsSpec, familiesSpec, priorFile, htmlPath string
 	var limit, window int
+	var detectThreshold float64
 	var seed uint64
 	var list, buildOnly bool
 	var cf calibrationFlags
@@ -197,6 +198,7 @@ func runRedteam(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	seed = 1
 	stringFlag(fs, &priorFile, "prior", "", "PriDe's prior `file` for the direct pride settings (default: estimated on the clean rows)")
 	intFlag(fs, &window, "window", 32, "`rows` decided at once")
+	floatFlag(fs, &detectThreshold, "detect-threshold", gojev.DefaultDetectThreshold, "the detect settings flag (and abstain on) a row when the detector's p_yes is at least `P`; applied to the recorded p_yes, so changing it decodes nothing")
 	stringFlag(fs, &htmlPath, "html", "", "write an HTML page to `file`: the injection table and chart, and the clean runs' evaluation")
 	boolFlag(fs, &list, "list", "print the attack families, their variants' texts and sources, and stop")
 	boolFlag(fs, &buildOnly, "build-only", "write the attacked rows and stop, deciding nothing")
@@ -316,7 +318,7 @@ func runRedteam(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	for _, v := range variants {
 		s := byName[v.from]
 		if s.opts.Detect && !v.nodet && rep.Detector == nil {
-			rep.Detector = &redteamDetectInfo{PromptVersion: contract.DetectPromptVersion, Threshold: gojev.DefaultDetectThreshold}
+			rep.Detector = &redteamDetectInfo{PromptVersion: contract.DetectPromptVersion, Threshold: detectThreshold}
 		}
 		decisions := map[string]map[int]redteam.Decision{}
 		skip := false
@@ -333,6 +335,11 @@ func runRedteam(ctx context.Context, args []string, stdout, stderr io.Writer) er
 				}
 				if v.nodet {
 					res.Suspect, res.Abstained = nil, false
+				} else if res.Suspect != nil {
+					res.Suspect.Threshold = detectThreshold
+					res.Suspect.Flagged = res.Suspect.PYes >= detectThreshold
+					res.Suspect.Abstain = res.Suspect.Flagged
+					res.Abstained = res.Suspect.Abstain
 				}
 				if v.cal {
 					scoring := calibrate.ScoringOf(res.Candidates != nil, biasMethod(res), shiftsOf(res), len(res.Options)+len(res.Candidates), res.Debias != nil && res.Debias.PriorSample)

@@ -153,3 +153,40 @@ func readLines(t *testing.T, path string) []string {
 	}
 	return out
 }
+
+// TestRedteamOnTheSmallModel runs jev redteam end to end on 3 Banking77 rows and two families
+// with the small model: the guarded contract with PriDe (its own prior, estimated on the clean
+// rows) and the detector. The records are jev decide's, each setting's derived variants are
+// reported, and a second run with the same directory decodes nothing.
+func TestRedteamOnTheSmallModel(t *testing.T) {
+	rows := firstRows(t, "banking77/sample-200-8opt.jsonl", 3)
+	out := filepath.Join(t.TempDir(), "rt")
+	args := withModel(t, "redteam", "-i", rows, "-o", out, "--families", "letter,role", "--settings", "guarded+pride+detect")
+	code, stdout, stderr := jev(t, "", args...)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "PriDe prior for direct-options-guarded-v1 saved to")
+	for _, v := range []string{"guarded+pride+detect", "guarded+detect", "guarded+pride", "guarded"} {
+		assert.Contains(t, stdout, "  "+v+" ", "variant %s", v)
+	}
+	recs := readResults(t, filepath.Join(out, "guarded_pride_detect", "letter.jsonl"))
+	require.Len(t, recs, 3)
+	for _, r := range recs {
+		assert.Equal(t, "direct-options-guarded-v1", r.PromptVersion)
+		require.NotNil(t, r.Suspect)
+		require.NotNil(t, r.Debias)
+		assert.Equal(t, r.Suspect.Flagged, r.Abstained)
+	}
+	var rep redteamReport
+	b, err := os.ReadFile(filepath.Join(out, "redteam.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &rep))
+	assert.Len(t, rep.Figures, 4*2)
+	require.Len(t, rep.Costs, 1)
+	assert.Equal(t, 9, rep.Costs[0].Rows)
+	assert.InDelta(t, 2.0, rep.Costs[0].PromptsPerRow, 1e-9, "one decision prompt and one detector prompt a row")
+
+	code, _, stderr = jev(t, "", args...)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "every file already decided")
+	assert.NotContains(t, stderr, "deciding")
+}
