@@ -1,6 +1,8 @@
 package gojev
 
 import (
+	"math"
+
 	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/debias"
 )
@@ -29,6 +31,13 @@ type Calibration struct {
 // scores under bias control, else the raw ones (binary: p_yes values).
 func scoresOf(res *Result) []float64 {
 	binary := res.Candidates != nil
+	if ko := res.Knockout; ko != nil {
+		lp := make([]float64, len(ko.Distribution))
+		for i, o := range ko.Distribution {
+			lp[i] = math.Log(o.Probability)
+		}
+		return lp
+	}
 	switch {
 	case res.Debias != nil && binary:
 		return res.Debias.Probabilities
@@ -46,6 +55,9 @@ func scoresOf(res *Result) []float64 {
 
 // scoringOf names a result's scoring (calibrate.ScoringOf).
 func scoringOf(res *Result) string {
+	if res.Knockout != nil {
+		return calibrate.KnockoutScoring(res.Knockout.Scoring)
+	}
 	method, shifts, sample := debias.None, 0, false
 	if res.Debias != nil {
 		method, sample = res.Debias.Method, res.Debias.PriorSample
@@ -95,6 +107,9 @@ func Calibrate(res *Result, p *calibrate.Profile, abstainBelow float64) {
 
 // idAt is the id of option i in row order.
 func (res *Result) idAt(i int) string {
+	if res.Knockout != nil {
+		return res.Knockout.Distribution[i].ID
+	}
 	if res.Candidates != nil {
 		return res.Candidates[i].ID
 	}

@@ -69,6 +69,9 @@ type request struct {
 	cfOpts []contract.Option
 	// detect is the injection detector's job (Options.Detect), nil without it.
 	detect *job
+	// ko is the knockout of a row with more than contract.MaxOptions options (its group
+	// passes in flight); jobs is then empty.
+	ko *knockoutRequest
 }
 
 // begin prepares and enqueues a row's prompts under method, decided under permute evenly
@@ -78,10 +81,19 @@ type request struct {
 func (d *Decider) begin(ctx context.Context, row contract.Row, method debias.Method, permute int) (*request, error) {
 	d.preparingAdd(1)
 	defer d.preparingAdd(-1)
-	r := &request{row: row, start: time.Now(), method: method}
 	if err := row.Validate(); err != nil {
 		return nil, err
 	}
+	if len(row.Options) > contract.MaxOptions && d.opts.Contract.lettered() {
+		return d.beginKnockout(ctx, row, method, permute)
+	}
+	return d.beginRow(ctx, row, method, permute, d.opts.Detect)
+}
+
+// beginRow is begin for a valid row of at most contract.MaxOptions options under a lettered
+// contract (any count under Binary), with or without the detector's prompt.
+func (d *Decider) beginRow(ctx context.Context, row contract.Row, method debias.Method, permute int, detect bool) (*request, error) {
+	r := &request{row: row, start: time.Now(), method: method}
 	if method == debias.PriDe {
 		if _, ok := d.prior.Load().For(len(row.Options)); !ok && len(row.Options) > 1 {
 			return nil, fmt.Errorf("%w: %d options (estimate one first: EstimatePrior, or a prior file)", debias.ErrNoPrior, len(row.Options))
@@ -122,7 +134,7 @@ func (d *Decider) begin(ctx context.Context, row contract.Row, method debias.Met
 			}
 		}
 	}
-	if d.opts.Detect {
+	if detect {
 		j, err := d.newJobOf(ctx, row, true)
 		if err != nil {
 			return nil, err
@@ -165,8 +177,27 @@ func (d *Decider) suspect(ctx context.Context, r *request, res *Result) error {
 	return nil
 }
 
-// end waits for a request's jobs and combines their results.
+// end waits for a request's jobs, combines their results, adds the detector's readout and
+// finishes the result (calibration, abstention).
 func (d *Decider) end(ctx context.Context, r *request) (*Result, error) {
+	var out *Result
+	var err error
+	if r.ko != nil {
+		out, err = d.endKnockout(ctx, r)
+	} else {
+		out, err = d.combine(ctx, r)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := d.suspect(ctx, r, out); err != nil {
+		return nil, err
+	}
+	return d.finish(out), nil
+}
+
+// combine waits for a request's jobs and combines their results under its bias control.
+func (d *Decider) combine(ctx context.Context, r *request) (*Result, error) {
 	results := make([]*Result, len(r.jobs))
 	for i, j := range r.jobs {
 		res, err := d.wait(ctx, j)
@@ -202,10 +233,7 @@ func (d *Decider) end(ctx context.Context, r *request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := d.suspect(ctx, r, out); err != nil {
-		return nil, err
-	}
-	return d.finish(out), nil
+	return out, nil
 }
 
 // contentFreeResults waits for a contextual request's content-free prompts and caches each
@@ -358,23 +386,43 @@ func contentFreeKey(question string, o contract.Option) string {
 // returns the prior (PromptVersion set; Model left for the caller to fill) and one Outcome per
 // row, in order: the row's decision from its permutations' average (Debias.Method PriDe,
 // PriorSample true), as the paper decides its estimation sample. A row that fails is its
-// Outcome's error and is left out of the estimate. The Decider must serve the Direct contract.
-// It does not set the prior: call SetPrior.
+// Outcome's error and is left out of the estimate. A row of more than 16 options contributes
+// one sub-row of each size its knockout's passes have (KnockoutOptions), decided the same way;
+// its Outcome is empty (no Result, no error): decide it once the prior is set. The Decider must
+// serve the Direct (or Guarded) contract. It does not set the prior: call SetPrior.
 func (d *Decider) EstimatePrior(ctx context.Context, rows []contract.Row) (*debias.Prior, []Outcome, error) {
 	if !d.opts.Contract.lettered() {
 		return nil, nil, fmt.Errorf("%w: PriDe needs the direct contract (or its guarded variant)", ErrOptions)
 	}
 	out := make([]Outcome, len(rows))
-	reqs := make([]*request, len(rows))
+	var reqs []*request
+	var of []int // the input row of each request
 	for i, row := range rows {
 		if err := ctx.Err(); err != nil {
 			return nil, out, fmt.Errorf("gojev: %w", err)
 		}
-		reqs[i], out[i].Err = d.begin(ctx, row, debias.Cyclic, 0)
+		if err := row.Validate(); err != nil {
+			out[i].Err = err
+			continue
+		}
+		est, err := d.estimationRows(row)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		for _, er := range est {
+			r, err := d.beginRow(ctx, er, debias.Cyclic, 0, d.opts.Detect && len(est) == 1)
+			if err != nil {
+				out[i].Err = err
+				break
+			}
+			reqs, of = append(reqs, r), append(of, i)
+		}
 	}
 	rowPriors := map[int][][]float64{}
-	for i, r := range reqs {
-		if r == nil {
+	for ri, r := range reqs {
+		i := of[ri]
+		if out[i].Err != nil {
 			continue
 		}
 		results := make([]*Result, len(r.jobs))
@@ -399,7 +447,9 @@ func (d *Decider) EstimatePrior(ctx context.Context, rows []contract.Row) (*debi
 			out[i].Err = err
 			continue
 		}
-		out[i].Result = res
+		if len(rows[i].Options) <= contract.MaxOptions {
+			out[i].Result = res
+		}
 		k := len(r.row.Options)
 		if k < 2 {
 			continue

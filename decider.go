@@ -184,6 +184,10 @@ type Result struct {
 	// Calibration is what a calibration profile added (nil without Options.Calibration);
 	// Probability is then calibrated.
 	Calibration *Calibration `json:"calibration,omitempty"`
+	// Knockout is how a row of more than 16 options was decided (its passes, and the
+	// distribution over all its options); the seed fields above are its final pass's, and
+	// Probability the chosen option's share of the distribution.
+	Knockout *Knockout `json:"knockout,omitempty"`
 	// Suspect is the injection detector's readout of the row's evidence (Options.Detect).
 	Suspect *Suspicion `json:"suspect,omitempty"`
 	// Abstained: Probability is below Options.AbstainBelow, or the detector flagged the row

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
+	"github.com/gojev/gojev/knockout"
 )
 
 // Row is one decision: evidence (State), a criterion (Question) and 1..16 options (package
@@ -104,6 +106,9 @@ type Options struct {
 	Detect           bool
 	DetectThreshold  float64
 	AbstainOnSuspect bool
+	// Knockout configures how rows of 17 to 256 options are decided under the direct
+	// contract (KnockoutOptions; the zero value shuffles the options into groups with seed 0).
+	Knockout KnockoutOptions
 
 	// The fields below configure the runtime Open creates (backend.InProcessOptions
 	// documents each and its default). New takes a runtime already configured and ignores
@@ -155,6 +160,9 @@ func (o Options) check() error {
 	if o.Permute < 0 || (o.Permute > 1 && o.Debias != debias.Cyclic && o.Debias != debias.PriDe) {
 		return fmt.Errorf("%w: Permute %d needs debias.Cyclic or debias.PriDe (direct contract)", ErrOptions, o.Permute)
 	}
+	if g := o.Knockout.Grouping; g != "" && !slices.Contains(knockout.Groupings, g) {
+		return fmt.Errorf("%w: Knockout.Grouping %q: want one of %v", ErrOptions, g, knockout.Groupings)
+	}
 	if !(o.DetectThreshold >= 0 && o.DetectThreshold <= 1) {
 		return fmt.Errorf("%w: DetectThreshold %v is not a probability", ErrOptions, o.DetectThreshold)
 	}
@@ -177,9 +185,14 @@ func (o Options) check() error {
 
 // Scoring names the scores a row of k options gets under these options, as calibration
 // profiles key their maps (calibrate.ScoringOf): "raw", "pride", "cyclic", "permute-N",
-// "pride+permute-N", "binary" or "contextual". k = 0 names the scoring of rows with more
-// options than Permute.
+// "pride+permute-N", "binary" or "contextual"; a row of more than 16 options under the direct
+// contract is a knockout, "knockout" or "<the passes' scoring>+knockout"
+// (calibrate.KnockoutScoring). k = 0 names the scoring of rows with more options than Permute
+// (and at most 16).
 func (o Options) Scoring(k int) string {
+	if k > contract.MaxOptions && o.Contract.lettered() {
+		return calibrate.KnockoutScoring(o.Scoring(contract.MaxOptions))
+	}
 	if k <= 0 {
 		k = math.MaxInt32
 	}

@@ -58,6 +58,16 @@ func ScoringOf(binary bool, method debias.Method, shifts, k int, priorSample boo
 	return ScoringRaw
 }
 
+// KnockoutScoring names the scoring of a knockout's distribution (a row of more than 16
+// options decided in passes) whose passes were scored under passes: "knockout" for raw
+// passes, else "<passes>+knockout" ("pride+knockout", "permute-2+knockout").
+func KnockoutScoring(passes string) string {
+	if passes == ScoringRaw {
+		return "knockout"
+	}
+	return passes + "+knockout"
+}
+
 // Errors of profiles, testable with errors.Is.
 var (
 	// ErrProfile: a profile file cannot be read (bad JSON, another format, a bad map).

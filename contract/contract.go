@@ -13,8 +13,13 @@ import (
 // Letters are the uppercase answer letters, in option order (contract.rs LETTERS).
 const Letters = "ABCDEFGHIJKLMNOP"
 
-// MaxOptions is the most options one direct decision may list: one per letter.
+// MaxOptions is the most options one direct prompt may list: one per letter.
 const MaxOptions = len(Letters)
+
+// MaxRowOptions is the most options a row may hold. A row with more than MaxOptions is
+// decided in several passes of at most MaxOptions each (a knockout, gojev.Options.Knockout);
+// every prompt stays a direct-options-v1 prompt of at most MaxOptions options.
+const MaxRowOptions = MaxOptions * MaxOptions
 
 // DirectSystem is the system instruction the direct contract freezes (contract.rs DIRECT_SYSTEM).
 const DirectSystem = "Apply the supplied criterion to the supplied evidence. Choose exactly one listed option. Respond with only its uppercase letter, with no explanation or reasoning."
@@ -35,6 +40,7 @@ var BinaryWords = [2]string{"yes", "no"}
 var (
 	ErrNoOptions          = errors.New("a decision needs at least one option")
 	ErrTooManyOptions     = fmt.Errorf("a decision lists at most %d options (letters A-P)", MaxOptions)
+	ErrTooManyRowOptions  = fmt.Errorf("a row holds at most %d options (decided in passes of at most %d)", MaxRowOptions, MaxOptions)
 	ErrSlotNotSingleToken = errors.New("contract: answer slot is not a single token")
 	ErrSlotCollision      = errors.New("contract: answer-slot tokens collide")
 	ErrSlotRoundTrip      = errors.New("contract: answer slots do not decode back")
@@ -66,6 +72,17 @@ func EvidenceJSON(state any) (string, error) {
 		return "", fmt.Errorf("contract: serialising evidence: %w", err)
 	}
 	return s, nil
+}
+
+// CheckRowOptionCount returns ErrNoOptions or ErrTooManyRowOptions unless 1 <= n <= MaxRowOptions.
+func CheckRowOptionCount(n int) error {
+	switch {
+	case n == 0:
+		return ErrNoOptions
+	case n > MaxRowOptions:
+		return fmt.Errorf("%w: got %d", ErrTooManyRowOptions, n)
+	}
+	return nil
 }
 
 // CheckOptionCount returns ErrNoOptions or ErrTooManyOptions unless 1 <= n <= MaxOptions.

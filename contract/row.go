@@ -9,8 +9,8 @@ import (
 )
 
 // ErrRow marks a row that cannot be decided: malformed JSON, a missing or mistyped field,
-// 0 or more than 16 options, duplicate option ids. Errors from ParseRow wrap it (and
-// ErrNoOptions / ErrTooManyOptions where those apply).
+// 0 or more than 256 options, duplicate option ids. Errors from ParseRow wrap it (and
+// ErrNoOptions / ErrTooManyRowOptions where those apply).
 var ErrRow = errors.New("bad row")
 
 // Row is one decision request, one JSON object per line:
@@ -117,7 +117,7 @@ func ParseRow(line []byte) (Row, error) {
 	if !ok {
 		return row, fmt.Errorf("%w: \"options\" must be an array", ErrRow)
 	}
-	if err := CheckOptionCount(len(list)); err != nil {
+	if err := CheckRowOptionCount(len(list)); err != nil {
 		return row, fmt.Errorf("%w: %w", ErrRow, err)
 	}
 	seen := make(map[string]bool, len(list))
@@ -166,16 +166,16 @@ func ParseRow(line []byte) (Row, error) {
 	return row, nil
 }
 
-// Validate checks what ParseRow checks, for rows built in Go: 1..16 options, unique non-empty
-// option ids, a label among them. Every decision path calls it. Errors wrap ErrRow (and
-// ErrNoOptions or ErrTooManyOptions for the count).
+// Validate checks what ParseRow checks, for rows built in Go: 1..256 options (MaxRowOptions),
+// unique non-empty option ids, a label among them. Every decision path calls it. Errors wrap
+// ErrRow (and ErrNoOptions or ErrTooManyRowOptions for the count).
 func (r Row) Validate() error {
 	switch r.ID.(type) {
 	case nil, string, json.Number, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
 	default:
 		return fmt.Errorf("%w: \"id\" must be a string or a number, not %T", ErrRow, r.ID)
 	}
-	if err := CheckOptionCount(len(r.Options)); err != nil {
+	if err := CheckRowOptionCount(len(r.Options)); err != nil {
 		return fmt.Errorf("%w: %w", ErrRow, err)
 	}
 	seen := make(map[string]bool, len(r.Options))

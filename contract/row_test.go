@@ -55,7 +55,7 @@ func TestParseRow(t *testing.T) {
 		{"question not a string", `{"id": "a", "state": 1, "question": 5, "options": ` + optionsJSON(1) + `}`, `"a"`, nil},
 		{"missing options", `{"id": "a", "state": 1, "question": "q"}`, `"a"`, nil},
 		{"zero options", `{"id": "a", "state": 1, "question": "q", "options": []}`, `"a"`, contract.ErrNoOptions},
-		{"17 options", `{"id": "a", "state": 1, "question": "q", "options": ` + optionsJSON(17) + `}`, `"a"`, contract.ErrTooManyOptions},
+		{"257 options", `{"id": "a", "state": 1, "question": "q", "options": ` + optionsJSON(257) + `}`, `"a"`, contract.ErrTooManyRowOptions},
 		{"duplicate option ids", `{"id": "a", "state": 1, "question": "q", "options": [{"id": "x", "description": ""}, {"id": "x", "description": ""}]}`, `"a"`, nil},
 		{"option without id", `{"id": "a", "state": 1, "question": "q", "options": [{"description": "d"}]}`, `"a"`, nil},
 		{"option not an object", `{"id": "a", "state": 1, "question": "q", "options": ["x"]}`, `"a"`, nil},

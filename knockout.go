@@ -1,0 +1,239 @@
+package gojev
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/debias"
+	"github.com/gojev/gojev/knockout"
+)
+
+// KnockoutOptions configure how a Decider decides rows of more options than one direct prompt
+// lists (17 to 256; package knockout): the options are split into balanced groups of at most
+// 16 (Grouping: knockout.Shuffle, the default, knockout.File or knockout.Length; Seed seeds
+// the shuffle), each group is decided as a row of its own, the best of each group survive,
+// and the survivors are decided in a final pass. Every pass is an ordinary direct-options-v1
+// (or guarded) prompt under the Decider's bias control. The binary contract needs no
+// knockout: it decides any count, one prompt per option.
+type KnockoutOptions struct {
+	Grouping string
+	Seed     uint64
+}
+
+// Knockout is how a row of more than 16 options was decided (Result.Knockout).
+type Knockout struct {
+	// Grouping and Seed are the KnockoutOptions in force; Keep how many options of each
+	// group survived; Scoring the passes' scoring (raw, pride, permute-N, cyclic).
+	Grouping string `json:"grouping"`
+	Seed     uint64 `json:"seed"`
+	Keep     int    `json:"keep"`
+	Scoring  string `json:"scoring"`
+	// Passes are the group passes in plan order, then the final pass.
+	Passes []Pass `json:"passes"`
+	// Distribution is one probability per option of the row, in row order, summing to 1:
+	// the passes combined under Luce's choice axiom (knockout.Combine). Options eliminated
+	// in a group get their probability from their ratio to that group's survivors; the final
+	// choice is its argmax.
+	Distribution []OptionProbability `json:"distribution"`
+}
+
+// Pass is one prompt-level decision of a knockout: a group of the row's options, or the final
+// pass over the survivors.
+type Pass struct {
+	Final bool `json:"final,omitempty"`
+	// Options are the pass's option ids, in the order its prompt lists them (the row's).
+	Options       []string `json:"options"`
+	PromptSHA256  string   `json:"prompt_sha256"`
+	NPromptTokens int      `json:"n_prompt_tokens"`
+	// Logprobs are the pass's log-probabilities over its options (the debiased ones under
+	// bias control), normalised over the pass.
+	Logprobs []float64 `json:"logprobs"`
+	// Chosen is the pass's own choice; Survivors the options it sends to the final pass.
+	Chosen    string   `json:"chosen"`
+	Survivors []string `json:"survivors,omitempty"`
+	// Permutations are the shifted prompts of a pass under --permute or cyclic.
+	Permutations []Permutation `json:"permutations,omitempty"`
+}
+
+// OptionProbability is one option's probability in a knockout's distribution.
+type OptionProbability struct {
+	ID          string  `json:"id"`
+	Probability float64 `json:"probability"`
+}
+
+// knockoutRequest is a knockout in flight: its plan and its group passes.
+type knockoutRequest struct {
+	plan    knockout.Plan
+	groups  []*request
+	permute int
+}
+
+// subRow is the row restricted to the options at the given indices (in that order), its
+// label kept when it is among them.
+func subRow(row contract.Row, idx []int) contract.Row {
+	sub := contract.Row{ID: row.ID, State: row.State, Question: row.Question}
+	for _, i := range idx {
+		sub.Options = append(sub.Options, row.Options[i])
+		if row.Options[i].ID == row.Label {
+			sub.Label = row.Label
+		}
+	}
+	return sub
+}
+
+// plan plans a row's knockout under the Decider's KnockoutOptions.
+func (d *Decider) plan(row contract.Row) (knockout.Plan, error) {
+	ids := make([]string, len(row.Options))
+	descs := make([]string, len(row.Options))
+	for i, o := range row.Options {
+		ids[i], descs[i] = o.ID, o.Description
+	}
+	return knockout.NewPlan(ids, descs, d.opts.Knockout.Grouping, d.opts.Knockout.Seed)
+}
+
+// beginKnockout plans a row of more than contract.MaxOptions options and enqueues its group
+// passes (and the detector's prompt); endKnockout runs the final pass.
+func (d *Decider) beginKnockout(ctx context.Context, row contract.Row, method debias.Method, permute int) (*request, error) {
+	p, err := d.plan(row)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", contract.ErrRow, err)
+	}
+	r := &request{row: row, start: time.Now(), method: method, ko: &knockoutRequest{plan: p, permute: permute}}
+	for g, idx := range p.Groups {
+		sub, err := d.beginRow(ctx, subRow(row, idx), method, permute, false)
+		if err != nil {
+			return nil, fmt.Errorf("knockout group %d of %d: %w", g+1, len(p.Groups), err)
+		}
+		r.ko.groups = append(r.ko.groups, sub)
+	}
+	if d.opts.Detect {
+		j, err := d.newJobOf(ctx, row, true)
+		if err != nil {
+			return nil, err
+		}
+		r.detect = j
+		if err := d.enqueue(ctx, j); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// passLogprobs are a pass result's log-probabilities over its options, normalised: the
+// debiased scores under bias control, else the raw ones.
+func passLogprobs(res *Result) []float64 {
+	if res.Debias != nil && res.Debias.Scores != nil {
+		return debias.LogSoftmax(res.Debias.Scores)
+	}
+	return positionLogprobs(res)
+}
+
+func passOf(res *Result, row contract.Row, lp []float64, survivors []int, final bool) Pass {
+	p := Pass{Final: final, PromptSHA256: res.PromptSHA256, NPromptTokens: res.NPromptTokens, Logprobs: lp, Chosen: res.Chosen}
+	for _, o := range row.Options {
+		p.Options = append(p.Options, o.ID)
+	}
+	for _, s := range survivors {
+		p.Survivors = append(p.Survivors, row.Options[s].ID)
+	}
+	if res.Debias != nil {
+		p.Permutations = res.Debias.Permutations
+	}
+	return p
+}
+
+// endKnockout waits for a knockout's group passes, keeps each group's best, decides the
+// survivors in a final pass and combines the passes (knockout.Combine) into the row's result:
+// the final pass's seed fields (prompt_sha256, options, chosen), Knockout with every pass and
+// the distribution over all options, Probability the chosen option's share of it.
+func (d *Decider) endKnockout(ctx context.Context, r *request) (*Result, error) {
+	ko := r.ko
+	n := len(r.row.Options)
+	groupLogp := make([][]float64, len(ko.groups))
+	var passes []Pass
+	var final []int
+	var stats Stats
+	for g, sub := range ko.groups {
+		res, err := d.combine(ctx, sub)
+		if err != nil {
+			return nil, fmt.Errorf("knockout group %d of %d: %w", g+1, len(ko.groups), err)
+		}
+		groupLogp[g] = passLogprobs(res)
+		surv := knockout.Survivors(groupLogp[g], ko.plan.Keep)
+		for _, s := range surv {
+			final = append(final, ko.plan.Groups[g][s])
+		}
+		passes = append(passes, passOf(res, sub.row, groupLogp[g], surv, false))
+		stats.PromptTokens += res.Stats.PromptTokens
+		stats.DecodedTokens += res.Stats.DecodedTokens
+	}
+	slices.Sort(final)
+	finalRow := subRow(r.row, final)
+	fr, err := d.beginRow(ctx, finalRow, r.method, ko.permute, false)
+	if err != nil {
+		return nil, fmt.Errorf("knockout final pass: %w", err)
+	}
+	res, err := d.combine(ctx, fr)
+	if err != nil {
+		return nil, fmt.Errorf("knockout final pass: %w", err)
+	}
+	finalLogp := passLogprobs(res)
+	passes = append(passes, passOf(res, finalRow, finalLogp, nil, true))
+	stats.PromptTokens += res.Stats.PromptTokens
+	stats.DecodedTokens += res.Stats.DecodedTokens
+	logp := knockout.Combine(n, ko.plan.Groups, groupLogp, final, finalLogp)
+
+	out := *res
+	out.ID, out.Label = r.row.IDJSON(), r.row.Label
+	out.Debias = nil // each pass's bias control is in its Pass; the row's is the distribution's
+	out.Knockout = &Knockout{Grouping: ko.plan.Grouping, Seed: d.opts.Knockout.Seed, Keep: ko.plan.Keep,
+		Scoring: d.opts.Scoring(contract.MaxOptions), Passes: passes}
+	for i, o := range r.row.Options {
+		out.Knockout.Distribution = append(out.Knockout.Distribution, OptionProbability{ID: o.ID, Probability: math.Exp(logp[i])})
+		if o.ID == out.Chosen {
+			out.Probability = math.Exp(logp[i])
+		}
+	}
+	out.Correct = nil
+	if r.row.Label != "" {
+		ok := out.Chosen == r.row.Label
+		out.Correct = &ok
+	}
+	out.Stats.PromptTokens, out.Stats.DecodedTokens = stats.PromptTokens, stats.DecodedTokens
+	out.MS = float64(time.Since(r.start).Microseconds()) / 1000
+	return &out, nil
+}
+
+// estimationRows are the rows PriDe's estimation decides for a sample row: the row itself, or
+// for a knockout row one sub-row of each pass size (the first group of that size; for a final
+// pass of another size, that many options taken group by group), since its passes are what
+// the prior divides out of.
+func (d *Decider) estimationRows(row contract.Row) ([]contract.Row, error) {
+	if len(row.Options) <= contract.MaxOptions {
+		return []contract.Row{row}, nil
+	}
+	p, err := d.plan(row)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", contract.ErrRow, err)
+	}
+	var out []contract.Row
+	seen := map[int]bool{}
+	var order []int
+	for _, g := range p.Groups {
+		order = append(order, g...)
+		if !seen[len(g)] {
+			seen[len(g)] = true
+			out = append(out, subRow(row, g))
+		}
+	}
+	if f := len(p.Groups) * p.Keep; !seen[f] {
+		idx := slices.Clone(order[:f])
+		slices.Sort(idx)
+		out = append(out, subRow(row, idx))
+	}
+	return out, nil
+}

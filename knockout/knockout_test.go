@@ -1,0 +1,179 @@
+package knockout_test
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gojev/gojev/knockout"
+)
+
+func TestSizes(t *testing.T) {
+	for _, tc := range []struct {
+		n     int
+		sizes []int
+		keep  int
+	}{
+		{17, []int{9, 8}, 8},
+		{33, []int{11, 11, 11}, 5},
+		{77, []int{16, 16, 15, 15, 15}, 3},
+		{256, slices.Repeat([]int{16}, 16), 1},
+	} {
+		sizes, keep := knockout.Sizes(tc.n)
+		assert.Equal(t, tc.sizes, sizes, "n=%d", tc.n)
+		assert.Equal(t, tc.keep, keep, "n=%d", tc.n)
+		assert.LessOrEqual(t, keep*len(sizes), knockout.MaxPass, "n=%d: the survivors fit one pass", tc.n)
+	}
+}
+
+func row(n int) (ids, descs []string) {
+	for i := range n {
+		ids = append(ids, fmt.Sprintf("o%d", i))
+		descs = append(descs, strings.Repeat("x", 1+(i*7)%23))
+	}
+	return ids, descs
+}
+
+func TestPlansPartitionTheOptions(t *testing.T) {
+	for _, n := range []int{17, 33, 77, 256} {
+		ids, descs := row(n)
+		for _, g := range knockout.Groupings {
+			p, err := knockout.NewPlan(ids, descs, g, 1)
+			require.NoError(t, err)
+			sizes, keep := knockout.Sizes(n)
+			assert.Equal(t, keep, p.Keep)
+			var all []int
+			for i, grp := range p.Groups {
+				assert.Len(t, grp, sizes[i], "%s n=%d group %d", g, n, i)
+				assert.True(t, slices.IsSorted(grp), "a pass lists its options in row order")
+				all = append(all, grp...)
+			}
+			slices.Sort(all)
+			for i := range n {
+				assert.Equal(t, i, all[i], "%s n=%d: every option in exactly one group", g, n)
+			}
+			again, err := knockout.NewPlan(ids, descs, g, 1)
+			require.NoError(t, err)
+			assert.Equal(t, p, again, "deterministic")
+		}
+	}
+	ids, descs := row(77)
+	file, _ := knockout.NewPlan(ids, descs, knockout.File, 1)
+	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, file.Groups[0])
+	s1, _ := knockout.NewPlan(ids, descs, knockout.Shuffle, 1)
+	s2, _ := knockout.NewPlan(ids, descs, knockout.Shuffle, 2)
+	assert.NotEqual(t, s1.Groups, s2.Groups, "the seed matters")
+	assert.NotEqual(t, file.Groups, s1.Groups)
+	// Length: every group's mean description length is within 1.5 characters of the others.
+	l, _ := knockout.NewPlan(ids, descs, knockout.Length, 1)
+	var means []float64
+	for _, g := range l.Groups {
+		total := 0
+		for _, o := range g {
+			total += len(descs[o])
+		}
+		means = append(means, float64(total)/float64(len(g)))
+	}
+	assert.Less(t, slices.Max(means)-slices.Min(means), 1.5, "%v", means)
+
+	for _, n := range []int{16, 257} {
+		ids, descs := row(n)
+		_, err := knockout.NewPlan(ids, descs, "", 1)
+		assert.ErrorIs(t, err, knockout.ErrPlan, "n=%d", n)
+	}
+	_, err := knockout.NewPlan(ids, descs, "alphabetical", 1)
+	assert.ErrorIs(t, err, knockout.ErrPlan)
+}
+
+func TestSurvivors(t *testing.T) {
+	assert.Equal(t, []int{1, 3}, knockout.Survivors([]float64{-3, -1, -5, -2}, 2))
+	assert.Equal(t, []int{0, 2}, knockout.Survivors([]float64{-1, -2, -1, -2}, 2), "ties go to the earlier position")
+	assert.Equal(t, []int{0, 1}, knockout.Survivors([]float64{-1, -2}, 5))
+}
+
+func logSoftmax(x []float64) []float64 {
+	m := slices.Max(x)
+	s := 0.0
+	for _, v := range x {
+		s += math.Exp(v - m)
+	}
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = v - m - math.Log(s)
+	}
+	return out
+}
+
+// TestCombineIsExactUnderLuce: when every pass is a softmax over its options of fixed weights
+// (Luce's choice axiom), Combine recovers the softmax over all n options exactly, sums to 1,
+// and its argmax is the final pass's choice.
+func TestCombineIsExactUnderLuce(t *testing.T) {
+	for _, n := range []int{17, 77, 256} {
+		ids, descs := row(n)
+		p, err := knockout.NewPlan(ids, descs, knockout.Shuffle, 3)
+		require.NoError(t, err)
+		w := make([]float64, n)
+		for i := range w {
+			w[i] = math.Sin(float64(i)*1.7) * 4
+		}
+		var groupLogp [][]float64
+		var final []int
+		for _, g := range p.Groups {
+			scores := make([]float64, len(g))
+			for k, o := range g {
+				scores[k] = w[o]
+			}
+			lp := logSoftmax(scores)
+			groupLogp = append(groupLogp, lp)
+			for _, s := range knockout.Survivors(lp, p.Keep) {
+				final = append(final, g[s])
+			}
+		}
+		slices.Sort(final)
+		fs := make([]float64, len(final))
+		for k, o := range final {
+			fs[k] = w[o]
+		}
+		finalLogp := logSoftmax(fs)
+		got := knockout.Combine(n, p.Groups, groupLogp, final, finalLogp)
+		want := logSoftmax(w)
+		total := 0.0
+		for i := range got {
+			assert.InDelta(t, want[i], got[i], 1e-9, "n=%d option %d", n, i)
+			total += math.Exp(got[i])
+		}
+		assert.InDelta(t, 1, total, 1e-12)
+		best := final[slices.Index(finalLogp, slices.Max(finalLogp))]
+		assert.Equal(t, best, slices.Index(got, slices.Max(got)), "n=%d: the argmax is the final choice", n)
+	}
+}
+
+// TestCombineWhenPassesDisagreeWithLuce: with pass scores that no weights explain, the
+// distribution still sums to 1, and an eliminated option never outweighs a survivor of its
+// group.
+func TestCombineWhenPassesDisagreeWithLuce(t *testing.T) {
+	groups := [][]int{{0, 1, 2}, {3, 4, 5}}
+	groupLogp := [][]float64{logSoftmax([]float64{2, 1, -3}), logSoftmax([]float64{0, 0.5, 5})}
+	final := []int{0, 1, 4, 5}
+	finalLogp := logSoftmax([]float64{1, 3, -1, 0})
+	got := knockout.Combine(6, groups, groupLogp, final, finalLogp)
+	total := 0.0
+	for _, v := range got {
+		total += math.Exp(v)
+	}
+	assert.InDelta(t, 1, total, 1e-12)
+	assert.Less(t, got[2], got[0])
+	assert.Less(t, got[2], got[1])
+	assert.Less(t, got[3], got[4])
+	assert.Less(t, got[3], got[5])
+	assert.Equal(t, 1, slices.Index(got, slices.Max(got)), "the final pass chose option 1")
+	// Option 2 against survivors 0 and 1: the mean of its two estimates.
+	lw0, lw1 := finalLogp[0], finalLogp[1]
+	e := ((lw0 + groupLogp[0][2] - groupLogp[0][0]) + (lw1 + groupLogp[0][2] - groupLogp[0][1])) / 2
+	assert.InDelta(t, e-lw1, got[2]-got[1], 1e-12)
+}

@@ -1,0 +1,215 @@
+package gojev_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/backend"
+	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/knockout"
+)
+
+// scripted is a runtime whose next-token logits are written by the test: one token per byte,
+// and at a direct prompt's end the letter of each listed option scores that option's
+// description's value in scores, plus bias[letter] (a position bias).
+type scripted struct {
+	scores map[string]float64
+	bias   map[byte]float64
+}
+
+func (s *scripted) Name() string     { return "scripted" }
+func (s *scripted) Renderer() string { return "scripted" }
+func (s *scripted) Render(_ context.Context, msgs []contract.ChatMessage) (string, error) {
+	var b strings.Builder
+	for _, m := range msgs {
+		b.WriteString(m.Role + ": " + m.Content + "\n")
+	}
+	return b.String() + "assistant: ", nil
+}
+func (s *scripted) Tokenize(_ context.Context, text string, _ bool) ([]int32, error) {
+	out := make([]int32, len(text))
+	for i := range len(text) {
+		out[i] = int32(text[i])
+	}
+	return out, nil
+}
+func (s *scripted) Detokenize(_ context.Context, toks []int32) (string, error) {
+	b := make([]byte, len(toks))
+	for i, t := range toks {
+		b[i] = byte(t)
+	}
+	return string(b), nil
+}
+func (s *scripted) NextToken(_ context.Context, prompt, ids []int32) (backend.Readout, error) {
+	text, _ := s.Detokenize(context.Background(), prompt)
+	i := strings.Index(text, "user: ")
+	j := strings.LastIndex(text, "\nassistant: ")
+	var payload struct {
+		Options []struct{ Letter, Description string }
+	}
+	if err := json.Unmarshal([]byte(text[i+len("user: "):j]), &payload); err != nil {
+		return backend.Readout{}, err
+	}
+	logits := make([]float64, 256)
+	for _, o := range payload.Options {
+		logits[o.Letter[0]] = s.scores[o.Description] + s.bias[o.Letter[0]]
+	}
+	m := slices.Max(logits)
+	total := 0.0
+	for _, v := range logits {
+		total += math.Exp(v - m)
+	}
+	r := backend.Readout{Decoded: len(prompt)}
+	for _, id := range ids {
+		r.Logits = append(r.Logits, logits[id])
+		r.Logprobs = append(r.Logprobs, logits[id]-m-math.Log(total))
+	}
+	return r, nil
+}
+func (s *scripted) TemplateTime() time.Time { return time.Time{} }
+func (s *scripted) Close() error            { return nil }
+
+func manyOptions(n int) []contract.Option {
+	out := make([]contract.Option, n)
+	for i := range out {
+		out[i] = contract.Option{ID: fmt.Sprintf("o%02d", i), Description: fmt.Sprintf("Option %d.", i)}
+	}
+	return out
+}
+
+// TestKnockoutCarriesTheRunnerUp is the hand-built case: the model favours letter B, so in
+// group 1 the weak option X, listed at B, beats the gold option G, listed at C. Keeping 8 of
+// each group carries G into the final pass, where X is listed first (A, no bias) and G second
+// (B): G wins. A knockout keeping only each group's winner would have lost it.
+func TestKnockoutCarriesTheRunnerUp(t *testing.T) {
+	opts := manyOptions(20)
+	scores := map[string]float64{}
+	for i, o := range opts {
+		scores[o.Description] = -1 - float64(i)/10
+	}
+	scores[opts[0].Description] = -5 // eliminated in group 1, so that X leads the final pass
+	scores[opts[1].Description] = 0  // X
+	scores[opts[2].Description] = 2.5
+	rt := &scripted{scores: scores, bias: map[byte]float64{'B': 3}}
+	d, err := gojev.New(context.Background(), rt, gojev.Options{Knockout: gojev.KnockoutOptions{Grouping: knockout.File}})
+	require.NoError(t, err)
+	defer d.Close()
+	res, err := d.Decide(context.Background(), contract.Row{ID: "r", State: "s", Question: "q", Options: opts, Label: opts[2].ID})
+	require.NoError(t, err)
+	ko := res.Knockout
+	require.NotNil(t, ko)
+	assert.Equal(t, 8, ko.Keep)
+	require.Len(t, ko.Passes, 3)
+	g1, final := ko.Passes[0], ko.Passes[2]
+	assert.Equal(t, opts[1].ID, g1.Chosen, "group 1's pass chose X")
+	assert.Contains(t, g1.Survivors, opts[2].ID, "G survives as group 1's runner-up")
+	assert.NotContains(t, g1.Survivors, opts[0].ID)
+	assert.True(t, final.Final)
+	assert.Equal(t, []string{opts[1].ID, opts[2].ID}, final.Options[:2])
+	assert.Equal(t, opts[2].ID, res.Chosen, "G wins the final pass")
+	assert.True(t, *res.Correct)
+	assert.Equal(t, "B", res.ChosenLetter, "the final pass's letter")
+	assert.Equal(t, final.PromptSHA256, res.PromptSHA256, "the seed's fields are the final pass's")
+	checkDistribution(t, res, 20)
+}
+
+// checkDistribution: one probability per option, summing to 1, the choice its argmax and
+// Probability its share.
+func checkDistribution(t *testing.T, res *gojev.Result, n int) {
+	t.Helper()
+	ko := res.Knockout
+	require.Len(t, ko.Distribution, n)
+	total, best := 0.0, 0
+	for i, o := range ko.Distribution {
+		total += o.Probability
+		if o.Probability > ko.Distribution[best].Probability {
+			best = i
+		}
+	}
+	assert.InDelta(t, 1, total, 1e-9)
+	assert.Equal(t, res.Chosen, ko.Distribution[best].ID, "the final choice is the distribution's argmax")
+	assert.InDelta(t, ko.Distribution[best].Probability, res.Probability, 1e-12)
+}
+
+// TestKnockoutOnTheSmallModel: rows of 17, 33 and 256 options decide; each pass's prompt and
+// log-probabilities are exactly those of deciding its sub-row alone (17 and 33); a row of 257
+// options is a row error.
+func TestKnockoutOnTheSmallModel(t *testing.T) {
+	ctx := context.Background()
+	d := openDefault(t, gojev.Options{})
+	for _, n := range []int{17, 33, 256} {
+		row := contract.Row{ID: fmt.Sprintf("n%d", n), State: map[string]any{"message": "I was charged twice."}, Question: "Which option?", Options: manyOptions(n), Label: "o03"}
+		res, err := d.Decide(ctx, row)
+		require.NoError(t, err, "n=%d", n)
+		ko := res.Knockout
+		require.NotNil(t, ko, "n=%d", n)
+		sizes, keep := knockout.Sizes(n)
+		require.Len(t, ko.Passes, len(sizes)+1)
+		assert.Equal(t, keep, ko.Keep)
+		assert.Equal(t, knockout.Shuffle, ko.Grouping)
+		assert.Equal(t, "raw", ko.Scoring)
+		checkDistribution(t, res, n)
+		passTokens := 0
+		for p, pass := range ko.Passes {
+			if p < len(sizes) {
+				assert.Len(t, pass.Options, sizes[p])
+				assert.Len(t, pass.Survivors, keep)
+			} else {
+				assert.Len(t, pass.Options, keep*len(sizes))
+			}
+			passTokens += pass.NPromptTokens
+			if n == 256 {
+				continue // 17 passes: the two smaller rows check every pass against deciding it alone
+			}
+			sub := contract.Row{ID: row.ID, State: row.State, Question: row.Question}
+			for _, id := range pass.Options {
+				sub.Options = append(sub.Options, contract.Option{ID: id, Description: row.Options[mustAtoi(t, id[1:])].Description})
+			}
+			alone, err := d.Decide(ctx, sub)
+			require.NoError(t, err)
+			assert.Equal(t, alone.PromptSHA256, pass.PromptSHA256, "n=%d pass %d", n, p)
+			lp := make([]float64, len(alone.Options))
+			for i, o := range alone.Options {
+				lp[i] = o.Logprob
+			}
+			want := logSoftmax(lp)
+			assert.Equal(t, want, pass.Logprobs, "n=%d pass %d: bit for bit", n, p)
+			assert.Equal(t, alone.Chosen, pass.Chosen)
+		}
+		assert.Equal(t, passTokens, res.Stats.PromptTokens, "the row's prompt tokens are its passes'")
+	}
+	_, err := d.Decide(ctx, contract.Row{ID: "x", State: "s", Question: "q", Options: manyOptions(257)})
+	assert.ErrorIs(t, err, contract.ErrRow)
+	assert.ErrorIs(t, err, contract.ErrTooManyRowOptions)
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err)
+	return n
+}
+
+func logSoftmax(x []float64) []float64 {
+	m := slices.Max(x)
+	total := 0.0
+	for _, v := range x {
+		total += math.Exp(v - m)
+	}
+	lse := m + math.Log(total)
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = v - lse
+	}
+	return out
+}
