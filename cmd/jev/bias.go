@@ -274,7 +274,9 @@ type sampledDecider struct {
 }
 
 func (s sampledDecider) decide(ctx context.Context, row contract.Row, lineNo int) (any, *decided, error) {
-	if o, ok := s.byLine[lineNo]; ok {
+	if o, ok := s.byLine[lineNo]; ok && (o.Err != nil || o.Result != nil) {
+		// (A knockout row of the sample has neither: its passes' sub-rows served the
+		// estimate, and it is decided below with the prior.)
 		if o.Err != nil {
 			return nil, nil, o.Err
 		}

@@ -95,6 +95,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	var bf biasFlags
 	var cf calibrationFlags
 	var df detectFlags
+	var kf knockoutFlags
 	stringFlag(fs, &in, "i,input", "", "rows `file` (JSONL; default stdin)")
 	stringFlag(fs, &out, "o,output", "", "results `file` (JSONL; default stdout); a run file <file>.run.json beside it records the model, flags, prior and timing for jev report")
 	stringFlag(fs, &format, "format", "", "output `format`: text (one readable line per row) or jsonl (default: text when writing to a terminal, else jsonl)")
@@ -103,6 +104,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	bf.register(fs)
 	cf.register(fs)
 	df.register(fs)
+	kf.register(fs)
 	intFlag(fs, &window, "window", 32, "`rows` decided at once: read ahead so their shared prefixes are decoded once (results stay in input order)")
 	boolFlag(fs, &resume, "resume", "continue an interrupted run into the existing -o file: keep its records, skip the rows they name, append the rest")
 	stringFlag(fs, &shardSpec, "shard", "", "decide only shard `I/N` of the input (I from 0): the lines L with (L-1) mod N = I; auto takes I and N from a Slurm array task or a Kubernetes Indexed Job; {shard} in -o becomes I; jev merge joins the parts")
@@ -130,6 +132,9 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	opts := gojev.Options{Contract: c, Debias: method, Permute: bf.permuteN}
 	if err := df.apply(&opts); err != nil {
+		return err
+	}
+	if err := kf.apply(&opts); err != nil {
 		return err
 	}
 	prof, err := cf.load(opts)
@@ -243,6 +248,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	meta.Shard = runFileShard(part)
 	meta.Permute, meta.AbstainBelow = bf.permuteN, opts.AbstainBelow
 	meta.Detect = df.meta(opts)
+	meta.Knockout = kf.meta()
 	if prof != nil {
 		meta.Calibration = &runCalibration{File: cf.profile, SHA256: prof.SHA256}
 	}

@@ -197,6 +197,7 @@ func (f *modelFlags) open(ctx context.Context, stderr io.Writer, base gojev.Opti
 	opts.Contract, opts.Debias, opts.Prior, opts.Permute = base.Contract, base.Debias, base.Prior, base.Permute
 	opts.Calibration, opts.AbstainBelow = base.Calibration, base.AbstainBelow
 	opts.Detect, opts.DetectThreshold, opts.AbstainOnSuspect = base.Detect, base.DetectThreshold, base.AbstainOnSuspect
+	opts.Knockout = base.Knockout
 	if f.runtime != "" {
 		if f.renderer != "" && f.renderer != backend.RendererServer {
 			return nil, usageError{fmt.Errorf("--renderer %s: with --runtime the server renders (--renderer server)", f.renderer)}

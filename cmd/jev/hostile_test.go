@@ -139,9 +139,9 @@ func (g *hostileGen) invalid() hostileRow {
 		vals := wrongTypes[name]
 		f := setField(base, name, vals[g.r.IntN(len(vals))])
 		return hostileRow{kind: "wrong type", line: f.String(), id: idIf(name != "id", qid)}
-	case 2: // 0 or 17 options (or far more)
-		n := []int{0, 17, 17, 64, 1000}[g.r.IntN(5)]
-		return hostileRow{kind: "0 or >16 options", line: setField(base, "options", options(n, "o")).String(), id: qid}
+	case 2: // 0 or more than 256 options (17 to 256 are decided in passes)
+		n := []int{0, 257, 257, 300, 1000}[g.r.IntN(5)]
+		return hostileRow{kind: "0 or >256 options", line: setField(base, "options", options(n, "o")).String(), id: qid}
 	case 3: // cut short
 		line := base.String()
 		return hostileRow{kind: "truncated", line: line[:g.r.IntN(len(line)-1)]}
@@ -168,7 +168,7 @@ func (g *hostileGen) invalid() hostileRow {
 		}
 		huge := g.jsonString(strings.Repeat(g.unicodeText(50), n))
 		f := setField(base, "question", huge)
-		return hostileRow{kind: "huge string", line: setField(f, "options", options(17, "o")).String(), id: qid}
+		return hostileRow{kind: "huge string", line: setField(f, "options", options(257, "o")).String(), id: qid}
 	case 8: // an id number at the edge, in a row without options
 		num := edgeNumbers[g.r.IntN(len(edgeNumbers))]
 		want := num

@@ -77,17 +77,19 @@ func row(id string, nOptions int) string {
 	return fmt.Sprintf(`{"id": %q, "state": {"message": "I was charged twice."}, "question": "Which option?", "options": [%s], "label": "o0"}`, id, strings.Join(opts, ", "))
 }
 
-// A file with a 17-option row, a malformed line, duplicate option ids and a blank line yields
-// error records for those and decisions for the rest, one output line per input line, in order.
+// A file with a 257-option row, a malformed line, duplicate option ids and a blank line yields
+// error records for those and decisions for the rest (a 17-option row among them, decided in
+// passes), one output line per input line, in order.
 func TestDecideGoesOnPastBadRows(t *testing.T) {
 	lines := []string{
 		row("good-1", 3),
-		row("too-many", 17),
+		row("too-many", 257),
 		`{"id": "broken", "state": `,
 		`{"id": "dupes", "state": 1, "question": "q", "options": [{"id": "a", "description": ""}, {"id": "a", "description": ""}]}`,
 		``,
 		row("none", 0),
 		row("good-2", 16),
+		row("good-17", 17),
 	}
 	dir := t.TempDir()
 	in := filepath.Join(dir, "rows.jsonl")
@@ -109,8 +111,8 @@ func TestDecideGoesOnPastBadRows(t *testing.T) {
 		PromptSHA256 string            `json:"prompt_sha256"`
 		Options      []json.RawMessage `json:"options"`
 	}
-	wantErr := []string{"", "at most 16 options", "bad row", "duplicate option id", "empty line", "at least one option", ""}
-	wantID := []string{`"good-1"`, `"too-many"`, `null`, `"dupes"`, `null`, `"none"`, `"good-2"`}
+	wantErr := []string{"", "at most 256 options", "bad row", "duplicate option id", "empty line", "at least one option", "", ""}
+	wantID := []string{`"good-1"`, `"too-many"`, `null`, `"dupes"`, `null`, `"none"`, `"good-2"`, `"good-17"`}
 	for i, line := range got {
 		var r rec
 		require.NoError(t, json.Unmarshal([]byte(line), &r), line)
@@ -124,7 +126,7 @@ func TestDecideGoesOnPastBadRows(t *testing.T) {
 			assert.Equal(t, i+1, r.Line)
 		}
 	}
-	assert.Contains(t, stderr, "rows 7, decided 2, errors 5")
+	assert.Contains(t, stderr, "rows 8, decided 3, errors 5")
 	assert.Contains(t, stderr, "accuracy")
 	assert.Contains(t, stderr, "decisions/s")
 }

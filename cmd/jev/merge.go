@@ -452,6 +452,8 @@ func metaDisagrees(a, b *runMeta) string {
 		return "contracts (prompt_version)"
 	case a.Debias != b.Debias || a.Permute != b.Permute:
 		return "bias control (--debias, --permute)"
+	case a.knockout() != b.knockout():
+		return "knockout grouping (--knockout-grouping, --knockout-seed)"
 	case (a.Detect == nil) != (b.Detect == nil) || (a.Detect != nil && *a.Detect != *b.Detect):
 		return "injection detection (--detect, --detect-threshold, --abstain-on-suspect)"
 	case cal(a) != cal(b) || a.AbstainBelow != b.AbstainBelow:

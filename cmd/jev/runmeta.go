@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/debias"
 )
 
@@ -44,6 +45,9 @@ type runMeta struct {
 	// Calibration names the --calibration profile; AbstainBelow is the threshold in force.
 	Calibration  *runCalibration `json:"calibration,omitempty"`
 	AbstainBelow float64         `json:"abstain_below,omitempty"`
+	// Knockout is how rows of more than 16 options were grouped (--knockout-grouping,
+	// --knockout-seed), nil when left at the default.
+	Knockout *gojev.KnockoutOptions `json:"knockout,omitempty"`
 	// Detect is the injection detector's setting (--detect), nil without it.
 	Detect   *runDetect `json:"detect,omitempty"`
 	NThreads int        `json:"n_threads"`

@@ -59,6 +59,15 @@ type Record struct {
 		Probabilities           []float64 `json:"probabilities"`
 	} `json:"calibration"`
 	Abstained bool `json:"abstained"`
+	// Knockout is a row of more than 16 options decided in passes: its distribution over
+	// every option is what it is scored by.
+	Knockout *struct {
+		Scoring      string `json:"scoring"`
+		Distribution []struct {
+			ID          string  `json:"id"`
+			Probability float64 `json:"probability"`
+		} `json:"distribution"`
+	} `json:"knockout"`
 }
 
 // Meta is what a run file (<results>.run.json, written by jev decide) tells about the run.
@@ -235,6 +244,24 @@ func decision(r Record, key, chosen string, raw bool) Decision {
 	}
 	k := len(r.Options) + len(r.Candidates)
 	d.Scoring = calibrate.ScoringOf(binary, method, shifts, k, sample)
+	if ko := r.Knockout; ko != nil {
+		// Scored by its distribution over every option; its letters are a pass's, not the
+		// row's, so they stay out of the letter figures.
+		d.Scoring = calibrate.KnockoutScoring(ko.Scoring)
+		for i, o := range ko.Distribution {
+			if o.ID == r.Label {
+				d.Sample.Label = i
+			}
+			d.Sample.Scores = append(d.Sample.Scores, math.Log(o.Probability))
+		}
+		d.Probs = d.Sample.Probabilities()
+		d.Probability = *r.Probability
+		if r.Calibration != nil {
+			d.Probs = r.Calibration.Probabilities
+			d.Abstained = r.Abstained
+		}
+		return d
+	}
 	if sample {
 		// A PriDe estimation row is scored by its full cyclic average, not as the other
 		// rows of its run: it is left out of fitting (jev calibrate skips an empty scoring).
