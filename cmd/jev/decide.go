@@ -579,10 +579,13 @@ type decided struct {
 
 // resultDecided is what the summary counts of a Result.
 func resultDecided(res *gojev.Result) *decided {
-	d := &decided{nPromptTokens: res.NPromptTokens, correct: res.Correct, letter: res.ChosenLetter, nOptions: len(res.Options), abstained: res.Abstained,
+	d := &decided{nPromptTokens: res.Stats.PromptTokens, correct: res.Correct, letter: res.ChosenLetter, nOptions: len(res.Options), abstained: res.Abstained,
 		flagged: res.Suspect != nil && res.Suspect.Flagged}
 	if res.Debias != nil {
 		d.rawCorrect = res.Debias.RawCorrect
+	}
+	if res.Knockout != nil {
+		d.letter = "" // a pass's letter, not the row's
 	}
 	return d
 }

@@ -45,7 +45,10 @@ func textEncoder(color bool) recordEncoder {
 				what += "_cal" // the profile's calibrated probability, not the model's
 			}
 			fmt.Fprintf(&b, "%-12s %-20s %s=%.3f", idText(r.ID), r.Chosen, what, r.Probability)
-			if r.ChosenLetter != "" {
+			switch {
+			case r.Knockout != nil:
+				fmt.Fprintf(&b, " (knockout, %d passes)", len(r.Knockout.Passes))
+			case r.ChosenLetter != "":
 				fmt.Fprintf(&b, " (%s)", r.ChosenLetter)
 			}
 			if r.Suspect != nil && r.Suspect.Flagged {
