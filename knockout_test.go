@@ -17,6 +17,7 @@ import (
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/knockout"
 )
 
@@ -212,4 +213,42 @@ func logSoftmax(x []float64) []float64 {
 		out[i] = v - lse
 	}
 	return out
+}
+
+// TestKnockoutWithPriDeAndBinaryOnTheSmallModel: PriDe's estimation takes one sub-row of each
+// pass size of a 33-option row (11 for its groups, 15 for its final pass) and gives no
+// decision for the row itself; with that prior every pass is debiased. The binary contract
+// decides the same row directly, one prompt per option.
+func TestKnockoutWithPriDeAndBinaryOnTheSmallModel(t *testing.T) {
+	ctx := context.Background()
+	row := contract.Row{ID: "n33", State: map[string]any{"message": "My card does not work abroad."}, Question: "Which option?", Options: manyOptions(33), Label: "o07"}
+	d := openDefault(t, gojev.Options{Debias: debias.PriDe})
+	prior, outs, err := d.EstimatePrior(ctx, []contract.Row{row})
+	require.NoError(t, err)
+	require.Len(t, outs, 1)
+	assert.Nil(t, outs[0].Result, "a knockout row of the sample is decided after the estimate")
+	assert.NoError(t, outs[0].Err)
+	for _, k := range []int{11, 15} {
+		lp, ok := prior.ByOptions[k]
+		require.True(t, ok, "a prior for passes of %d options", k)
+		assert.Equal(t, 1, lp.SampleRows)
+	}
+	assert.Len(t, prior.ByOptions, 2)
+	d.SetPrior(prior)
+	res, err := d.Decide(ctx, row)
+	require.NoError(t, err)
+	require.NotNil(t, res.Knockout)
+	assert.Equal(t, "pride", res.Knockout.Scoring)
+	assert.Nil(t, res.Debias)
+	for _, p := range res.Knockout.Passes {
+		q, _ := prior.For(len(p.Options))
+		assert.NotNil(t, q)
+	}
+	checkDistribution(t, res, 33)
+
+	b := openDefault(t, gojev.Options{Contract: gojev.Binary})
+	bres, err := b.Decide(ctx, row)
+	require.NoError(t, err)
+	assert.Nil(t, bres.Knockout, "the binary contract needs no knockout")
+	assert.Len(t, bres.Candidates, 33)
 }
