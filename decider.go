@@ -138,14 +138,17 @@ type Check struct {
 	Decode string `json:"decode,omitempty"`
 	// Slots are the direct contract's sixteen answer letters; Yes and No the binary
 	// contract's single-token spellings.
-	Slots              []SlotInfo `json:"slots,omitempty"`
-	Yes                []SlotInfo `json:"yes,omitempty"`
-	No                 []SlotInfo `json:"no,omitempty"`
-	TemplateSHA256     string     `json:"template_sha256,omitempty"`
-	TemplateDate       string     `json:"template_date"`
-	SamplePromptSHA256 string     `json:"sample_prompt_sha256"`
-	SampleTokens       int        `json:"sample_prompt_tokens"`
-	BoundaryHolds      bool       `json:"boundary_holds"`
+	Slots          []SlotInfo `json:"slots,omitempty"`
+	Yes            []SlotInfo `json:"yes,omitempty"`
+	No             []SlotInfo `json:"no,omitempty"`
+	TemplateSHA256 string     `json:"template_sha256,omitempty"`
+	TemplateDate   string     `json:"template_date"`
+	// Model describes the model file an in-process runtime loaded (nil over HTTP: the weights
+	// are the server's).
+	Model              *backend.ModelInfo `json:"model,omitempty"`
+	SamplePromptSHA256 string             `json:"sample_prompt_sha256"`
+	SampleTokens       int                `json:"sample_prompt_tokens"`
+	BoundaryHolds      bool               `json:"boundary_holds"`
 }
 
 // Stats are a row's token and time accounting.

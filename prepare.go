@@ -25,6 +25,10 @@ func (d *Decider) startupChecks(ctx context.Context) error {
 	d.check = Check{PromptVersion: d.opts.Contract.String(), Backend: d.rt.Name(), Renderer: d.rt.Renderer(),
 		Decode:       decodeMode(d.rt),
 		TemplateDate: templateDate(d.rt.TemplateTime())}
+	if m, ok := d.rt.(backend.Modeler); ok {
+		info := m.ModelInfo()
+		d.check.Model = &info
+	}
 	info := func(ids []int32, letters bool) ([]SlotInfo, error) {
 		out := make([]SlotInfo, len(ids))
 		for i, t := range ids {

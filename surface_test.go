@@ -60,18 +60,50 @@ func TestPublicSurface(t *testing.T) {
 			public = append(public, strings.TrimPrefix(p, "github.com/gojev/gojev"))
 		}
 	}
-	assert.ElementsMatch(t, []string{"", "/backend", "/calibrate", "/cmd/gojev-native", "/cmd/jev", "/contract", "/debias", "/gguf", "/llama", "/pyjson", "/render"}, public)
+	assert.ElementsMatch(t, []string{"", "/backend", "/calibrate", "/cmd/gojev-native", "/cmd/jev", "/contract", "/debias", "/gguf", "/knockout", "/llama", "/pyjson", "/render"}, public)
 	deps := goCmd(t, root, nil, "list", "-deps", ".")
 	for _, cliOnly := range []string{"gonum.org/v1/plot", "github.com/schollz/progressbar", "golang.org/x/term"} {
 		assert.NotContains(t, deps, cliOnly, "the root package's dependencies")
 	}
 }
 
-// TestBuildsWithoutCgo: with CGO_ENABLED=0 the front door (HTTP runtime), the pure-Go packages
-// and the installer build.
+// TestBuildsWithoutCgo: with CGO_ENABLED=0 everything builds, jev among it. That jev decides
+// through a llama-server (--runtime), as the cgo build does, and the commands that need the
+// in-process runtime say so.
 func TestBuildsWithoutCgo(t *testing.T) {
 	root := testenv.RepoRoot(t)
-	goCmd(t, root, []string{"CGO_ENABLED=0"}, "build", ".", "./backend", "./calibrate", "./contract", "./debias", "./pyjson", "./render", "./gguf", "./cmd/gojev-native")
+	goCmd(t, root, []string{"CGO_ENABLED=0"}, "build", "./...")
+	jev := filepath.Join(t.TempDir(), "jev")
+	goCmd(t, root, []string{"CGO_ENABLED=0"}, "build", "-o", jev, "./cmd/jev")
+
+	run := func(args ...string) (int, string, string) {
+		cmd := exec.Command(jev, args...)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else {
+			require.NoError(t, err)
+		}
+		return code, stdout.String(), stderr.String()
+	}
+	code, _, stderr := run("parity")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "built without cgo")
+	rows := filepath.Join(root, "examples", "tickets.jsonl")
+	code, _, stderr = run("decide", "-m", testenv.SmallModel(t), "-i", rows)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "built without cgo")
+
+	srv := testenv.LlamaServer(t, testenv.SmallModel(t))
+	code, stdout, stderr := run("decide", "--runtime", srv.URL, "-i", rows, "--format", "jsonl")
+	require.Equal(t, 0, code, stderr)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	assert.Len(t, lines, 12)
+	assert.Contains(t, lines[0], `"backend":"`+srv.URL+`"`)
+	assert.Contains(t, stderr, "rows 12, decided 12, errors 0")
 }
 
 func goCmd(t *testing.T, dir string, env []string, args ...string) string {

@@ -41,6 +41,19 @@ type Backend interface {
 	Close() error
 }
 
+// ModelInfo describes the model file a runtime loaded itself (an in-process runtime; Modeler).
+type ModelInfo struct {
+	Path   string `json:"path"`
+	Name   string `json:"name,omitempty"` // general.name
+	Desc   string `json:"desc,omitempty"` // llama_model_desc: architecture, size and type
+	NVocab int    `json:"n_vocab"`
+}
+
+// Modeler is a runtime that loaded a model file itself (InProcess); a server's runtime is not.
+type Modeler interface {
+	ModelInfo() ModelInfo
+}
+
 // Packer is a runtime that can decode several prompts in one llama_decode (InProcess under
 // DecodePacked). The Decider hands it a round's prompts in the order of their tokens.
 type Packer interface {

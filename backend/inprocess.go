@@ -148,6 +148,14 @@ func (b *InProcess) TemplateTime() time.Time { return b.tmpl.Now() }
 // Model returns the loaded model.
 func (b *InProcess) Model() *llama.Model { return b.model }
 
+// ModelInfo describes the loaded model (Modeler): its file, general.name, llama_model_desc and
+// vocabulary size.
+func (b *InProcess) ModelInfo() ModelInfo {
+	name, _, _ := b.model.Meta("general.name")
+	desc, _ := b.model.Desc()
+	return ModelInfo{Path: b.model.Path(), Name: name, Desc: desc, NVocab: b.model.Vocab().NVocab()}
+}
+
 // NCtx returns the n_ctx in force; NCtxTrain the model's training context.
 func (b *InProcess) NCtx() int      { return b.nCtx }
 func (b *InProcess) NCtxTrain() int { return b.nCtxTrain }

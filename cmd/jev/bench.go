@@ -17,7 +17,6 @@ import (
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/internal/bench"
 	"github.com/gojev/gojev/internal/llamaserver"
-	"github.com/gojev/gojev/llama"
 )
 
 const benchSynopsis = `Usage: jev bench [-m MODEL.gguf] [-i rows.jsonl] [--contract direct|binary] [-o bench.json] [flags]
@@ -72,7 +71,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	pathsSet := false
 	fs.Visit(func(f *flag.Flag) { pathsSet = pathsSet || f.Name == "paths" })
 	logger := newLogger(stderr, mf.verbose)
-	llama.SetLogger(logger)
+	setNativeLogger(logger)
 	ctr, err := parseContract(contractName)
 	if err != nil {
 		return err

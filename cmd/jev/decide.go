@@ -10,20 +10,16 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
 	"github.com/gojev/gojev"
-	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
-	"github.com/gojev/gojev/llama"
 )
 
 const decideSynopsis = `Usage: jev decide [-m MODEL.gguf] [-i rows.jsonl] [-o out.jsonl] [--contract binary] [--debias pride] [flags]
@@ -242,8 +238,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	meta := &runMeta{Jev: jevVersion(), LlamaCpp: llamaVersion(), Args: args, Input: in, PromptVersion: c.String(), Debias: method,
 		NThreads: mf.threads, Started: time.Now().UTC(), Backend: dec.Check().Backend, Decode: dec.Check().Decode}
 	if dec.Check().Decode != "" { // in-process
-		meta.Devices = decidingDevices(llama.Devices(), mf.nGPULayers)
-		meta.Plugins = slices.Sorted(maps.Keys(llama.LoadedBackends()))
+		meta.Devices, meta.Plugins = runtimeDevices(mf.nGPULayers)
 	}
 	meta.Shard = runFileShard(part)
 	meta.Permute, meta.AbstainBelow = bf.permuteN, opts.AbstainBelow
@@ -252,10 +247,9 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if prof != nil {
 		meta.Calibration = &runCalibration{File: cf.profile, SHA256: prof.SHA256}
 	}
-	if ip, ok := dec.Runtime().(*backend.InProcess); ok {
+	if m := dec.Check().Model; m != nil {
 		if metaPath != "" || method == debias.PriDe || prof != nil {
-			name, _, _ := ip.Model().Meta("general.name")
-			id, err := modelIdentity(ip.Model().Path(), name)
+			id, err := modelIdentity(m.Path, m.Name)
 			if err != nil {
 				return err
 			}

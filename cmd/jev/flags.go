@@ -15,7 +15,6 @@ import (
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/backend"
-	"github.com/gojev/gojev/llama"
 	"github.com/gojev/gojev/pyjson"
 )
 
@@ -189,7 +188,7 @@ func templateValue(v any) any {
 func (f *modelFlags) open(ctx context.Context, stderr io.Writer, base gojev.Options) (*gojev.Decider, error) {
 	logger := newLogger(stderr, f.verbose)
 	slog.SetDefault(logger)
-	llama.SetLogger(logger)
+	setNativeLogger(logger)
 	opts, err := f.options()
 	if err != nil {
 		return nil, err

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/gojev/gojev"
-	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
@@ -507,10 +506,8 @@ func decideSetting(ctx context.Context, mf *modelFlags, s redteamSetting, files 
 		return fmt.Errorf("%s: %w", s.name, err)
 	}
 	defer d.Close()
-	ip, _ := d.Runtime().(*backend.InProcess)
-	if *model == nil && ip != nil {
-		name, _, _ := ip.Model().Meta("general.name")
-		id, err := modelIdentity(ip.Model().Path(), name)
+	if m := d.Check().Model; *model == nil && m != nil {
+		id, err := modelIdentity(m.Path, m.Name)
 		if err != nil {
 			return err
 		}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/gojev/gojev"
-	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/internal/bench"
@@ -97,12 +96,11 @@ func runSweep(ctx context.Context, sf sweepFlags, mf *modelFlags, in string, row
 		}
 		deciders[i] = bench.Scoring{Name: n, Decider: d}
 		if i == 0 {
-			ip, ok := d.Runtime().(*backend.InProcess)
-			if !ok {
+			m := d.Check().Model
+			if m == nil {
 				return usageError{errors.New("--scorings measures the in-process runtime: drop --runtime")}
 			}
-			name, _, _ := ip.Model().Meta("general.name")
-			if id, err = modelIdentity(model, name); err != nil {
+			if id, err = modelIdentity(m.Path, m.Name); err != nil {
 				return err
 			}
 			if needPrior {

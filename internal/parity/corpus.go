@@ -1,37 +1,17 @@
+//go:build cgo
+
 package parity
 
 import (
 	"context"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/internal/pyjinja"
 	"github.com/gojev/gojev/llama"
 	"github.com/gojev/gojev/render"
 )
-
-// Corpus compares the three renderers on a folder of chat templates (llama.cpp's
-// models/templates/*.jinja) with the decision messages of a sample row, the clock pinned at
-// CorpusNow, bos_token "<s>", eos_token "</s>" and {"enable_thinking": false}.
-type Corpus struct {
-	Templates int `json:"templates"`
-	// PythonRendered counts templates Python Jinja2 renders (the others raise by design).
-	PythonRendered int `json:"python_rendered"`
-	// GoVsPython and LlamaVsPython count byte-identical renders among PythonRendered.
-	GoVsPython    int `json:"go_vs_python"`
-	LlamaVsPython int `json:"llama_vs_python"`
-	// GoVsLlama counts byte-identical renders among templates both engines render.
-	GoVsLlama   int          `json:"go_vs_llama"`
-	BothRender  int          `json:"go_and_llama_render"`
-	Differences []Difference `json:"differences"`
-	// PythonError is set when Python could not run (then the Python counts are zero).
-	PythonError string `json:"python_error,omitempty"`
-}
-
-// CorpusNow is the clock every corpus render reads.
-var CorpusNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // RunCorpus renders every *.jinja in dir through the Go engine, llama.cpp's common/chat and,
 // when python is not "", Python Jinja2 (python must have jinja2), and counts identical renders.
