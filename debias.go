@@ -77,7 +77,7 @@ type request struct {
 // begin prepares and enqueues a row's prompts under method, decided under permute evenly
 // spaced cyclic shifts (debias.Shifts: 0 is all k under Cyclic, one decode under PriDe).
 // Errors are the row's: bad options, render or check failures, debias.ErrNoPrior; or ctx's and
-// llama.ErrClosed.
+// ErrClosed.
 func (d *Decider) begin(ctx context.Context, row contract.Row, method debias.Method, permute int) (*request, error) {
 	d.preparingAdd(1)
 	defer d.preparingAdd(-1)

@@ -11,7 +11,6 @@ import (
 	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
-	"github.com/gojev/gojev/llama"
 )
 
 // Decider decides rows under one contract on one runtime. It is safe for concurrent use (see
@@ -93,7 +92,7 @@ func New(ctx context.Context, rt backend.Backend, opts Options) (*Decider, error
 }
 
 // Close stops the scheduler (a decode in flight is aborted; requests not finished return
-// errors wrapping llama.ErrClosed) and, for a Decider from Open, closes its runtime (the
+// errors wrapping ErrClosed) and, for a Decider from Open, closes its runtime (the
 // batch, context and model, llama_free and llama_model_free). It is idempotent and safe to
 // call concurrently with Decide.
 func (d *Decider) Close() error {
@@ -241,7 +240,7 @@ func (d *Decider) Stats() DeciderStats {
 // together with other requests' prompts, and waits. Errors are per row and never affect other
 // requests: contract.ErrRow (bad options), contract.ErrBoundary, backend.ErrPromptTooLong,
 // backend.ErrSpecialText, debias.ErrNoPrior, runtime errors; a cancelled ctx returns at once
-// with an error wrapping ctx.Err(); a closed Decider gives llama.ErrClosed.
+// with an error wrapping ctx.Err(); a closed Decider gives ErrClosed.
 func (d *Decider) Decide(ctx context.Context, row Row) (*Result, error) {
 	r, err := d.begin(ctx, row, d.opts.Debias, d.opts.Permute)
 	if err != nil {
@@ -288,7 +287,7 @@ func (d *Decider) DecideAll(ctx context.Context, rows []Row) ([]Outcome, error) 
 	closed := d.closed
 	d.closeMu.Unlock()
 	if closed {
-		return out, fmt.Errorf("gojev: %w", llama.ErrClosed)
+		return out, fmt.Errorf("gojev: %w", ErrClosed)
 	}
 	return out, nil
 }

@@ -84,3 +84,17 @@ func TestAPluginThatFailsIsAnErrorUnlessCPUFallback(t *testing.T) {
 		assert.False(t, dev.GPU(), "no GPU device registered: %+v", dev)
 	}
 }
+
+// TestErrClosedWithoutPackageLlama: a closed Decider's error is gojev.ErrClosed, for a
+// program that decides over another runtime (here a scripted one) and never imports llama.
+func TestErrClosedWithoutPackageLlama(t *testing.T) {
+	d, err := gojev.New(context.Background(), &scripted{scores: map[string]float64{}}, gojev.Options{})
+	require.NoError(t, err)
+	row := contract.Row{ID: "r", State: "s", Question: "q", Options: manyOptions(3)}
+	_, err = d.Decide(context.Background(), row)
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	_, err = d.Decide(context.Background(), row)
+	assert.ErrorIs(t, err, gojev.ErrClosed)
+	assert.ErrorIs(t, err, llama.ErrClosed, "the same value")
+}

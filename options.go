@@ -12,6 +12,7 @@ import (
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/knockout"
+	"github.com/gojev/gojev/llama"
 )
 
 // Row is one decision: evidence (State), a criterion (Question) and 1..16 options (package
@@ -57,7 +58,7 @@ func (c Contract) String() string {
 // Errors of a Decider, testable with errors.Is. Row errors also wrap the contract's
 // (contract.ErrRow, contract.ErrBoundary, ...) and the runtime's (backend.ErrPromptTooLong,
 // backend.ErrSpecialText, backend.ErrHTTP, llama.ErrDecode); a cancelled request wraps its
-// context's error; a request on a closed Decider wraps llama.ErrClosed.
+// context's error; a request on a closed Decider wraps ErrClosed.
 var (
 	// ErrOptions: an Options field is out of range, or a bias-control method does not apply
 	// to the contract. backend.ErrOptions is wrapped for the in-process settings.
@@ -65,6 +66,10 @@ var (
 	// ErrNoCgo: Open needs cgo (the in-process runtime links llama.cpp); this binary was built
 	// with CGO_ENABLED=0. New with backend.NewHTTP works without it.
 	ErrNoCgo = errors.New("gojev: built without cgo: the in-process runtime is not available")
+	// ErrClosed: a request on a Decider after Close, or one Close stopped. It is the cgo
+	// package's llama.ErrClosed (the same value), so a program that decides over HTTP tests
+	// for it without importing package llama.
+	ErrClosed = llama.ErrClosed
 )
 
 // Options configure a Decider. The zero value decides under the direct contract with no bias

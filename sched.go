@@ -8,7 +8,6 @@ import (
 
 	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
-	"github.com/gojev/gojev/llama"
 )
 
 // maxRound bounds the prompts one round takes, so a steady stream of requests cannot starve
@@ -50,7 +49,7 @@ type scheduler struct {
 func (d *Decider) loop() {
 	s := &d.sched
 	defer close(d.stopped)
-	closed := fmt.Errorf("gojev: %w", llama.ErrClosed)
+	closed := fmt.Errorf("gojev: %w", ErrClosed)
 	for {
 		if len(s.pending) == 0 {
 			select {
@@ -254,7 +253,7 @@ func (d *Decider) enqueue(ctx context.Context, j *job) error {
 	case <-ctx.Done():
 		return fmt.Errorf("gojev: %w", ctx.Err())
 	case <-d.quit:
-		return fmt.Errorf("gojev: %w", llama.ErrClosed)
+		return fmt.Errorf("gojev: %w", ErrClosed)
 	}
 }
 
@@ -269,7 +268,7 @@ func (d *Decider) wait(ctx context.Context, j *job) (*Result, error) {
 		case <-j.done:
 			return j.res, j.err
 		default:
-			return nil, fmt.Errorf("gojev: %w", llama.ErrClosed)
+			return nil, fmt.Errorf("gojev: %w", ErrClosed)
 		}
 	}
 }
