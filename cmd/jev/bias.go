@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
 )
@@ -84,19 +85,19 @@ func (b *biasFlags) method(c gojev.Contract) (debias.Method, error) {
 // checkShard checks the bias-control flags against --shard and --prior-only. PriDe's prior
 // must be the same for every shard, so a sharded PriDe run reads it from an existing --prior
 // FILE, estimated once beforehand (--prior-only); it never estimates one of its own.
-func (b *biasFlags) checkShard(m debias.Method, part shard, out string, resume bool) error {
+func (b *biasFlags) checkShard(m debias.Method, part batch.Shard, out string, resume bool) error {
 	if b.priorOnly {
 		switch {
 		case m != debias.PriDe || b.priorFile == "":
 			return usageError{errors.New("--prior-only estimates PriDe's prior into a file: give --debias pride --prior FILE")}
-		case !part.all():
+		case !part.All():
 			return usageError{errors.New("--prior-only estimates the prior every shard shares, from the whole input: drop --shard")}
 		case out != "" || resume:
 			return usageError{errors.New("--prior-only decides nothing: drop -o and --resume")}
 		}
 		return nil
 	}
-	if part.all() || m != debias.PriDe {
+	if part.All() || m != debias.PriDe {
 		return nil
 	}
 	file := b.priorFile

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
 )
@@ -108,11 +109,11 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	cf.seen(fs)
-	part, err := parseShard(shardSpec, os.Getenv)
+	part, err := batch.ParseShard(shardSpec, os.Getenv)
 	if err != nil {
 		return usageError{err}
 	}
-	if out, err = shardPath(out, part); err != nil {
+	if out, err = part.Path(out); err != nil {
 		return usageError{fmt.Errorf("-o %w", err)}
 	}
 	c, err := parseContract(contractName)
@@ -187,8 +188,8 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			prev, _ = loadRunMeta(metaPath)
 		}
 	}
-	if prev != nil && prev.Shard != runFileShard(part) {
-		return usageError{fmt.Errorf("--resume %s: its run file says it holds %s, and this run is %s: give the same --shard as the run that wrote it", out, shardWords(prev.Shard), shardWords(runFileShard(part)))}
+	if prev != nil && prev.Shard != part.Spec() {
+		return usageError{fmt.Errorf("--resume %s: its run file says it holds %s, and this run is %s: give the same --shard as the run that wrote it", out, batch.ShardWords(prev.Shard), batch.ShardWords(part.Spec()))}
 	}
 	switch {
 	case bf.priorOnly:
@@ -198,9 +199,9 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			return err
 		}
 		for _, l := range done.lines() {
-			if !part.has(l) {
+			if !part.Has(l) {
 				_ = closeOut()
-				return usageError{fmt.Errorf("--resume %s: it holds a record of input line %d, which is shard %d/%d's, not this shard's (%s): is -o another shard's file?", out, l, shardOf(l, part.N), part.N, part)}
+				return usageError{fmt.Errorf("--resume %s: it holds a record of input line %d, which is shard %d/%d's, not this shard's (%s): is -o another shard's file?", out, l, batch.ShardOf(l, part.N), part.N, part)}
 			}
 		}
 		skip = done.skip
@@ -240,7 +241,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if dec.Check().Decode != "" { // in-process
 		meta.Devices, meta.Plugins = runtimeDevices(mf.nGPULayers)
 	}
-	meta.Shard = runFileShard(part)
+	meta.Shard = part.Spec()
 	meta.Permute, meta.AbstainBelow = bf.permuteN, opts.AbstainBelow
 	meta.Detect = df.meta(opts)
 	meta.Knockout = kf.meta()
@@ -330,7 +331,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
 		if f, ok := r.(*os.File); ok {
 			if n, err := countLines(f); err == nil {
-				bar.ChangeMax64(int64(part.size(n)))
+				bar.ChangeMax64(int64(part.Size(n)))
 			}
 		}
 	}
@@ -385,12 +386,12 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 }
 
 // decideStream reads rows line by line and writes one complete JSON line per input line of
-// the shard part (every line when part.all()), in input order, except the lines skip (when
+// the shard part (every line when part.All()), in input order, except the lines skip (when
 // not nil) reports as already done; an error of skip stops the run. Up to window rows
 // are decided at once (read ahead and handed to d concurrently, so the Decider can share their
 // prefixes); each result is written, with a single Write, as soon as every line before it is.
 // An interrupted run therefore leaves only whole lines, the rows in flight dropped.
-func decideStream(ctx context.Context, d rowDecider, r io.Reader, w io.Writer, encode recordEncoder, sum *summary, part shard, skip func(line []byte, lineNo int) (bool, error), tick func(), window int) error {
+func decideStream(ctx context.Context, d rowDecider, r io.Reader, w io.Writer, encode recordEncoder, sum *summary, part batch.Shard, skip func(line []byte, lineNo int) (bool, error), tick func(), window int) error {
 	type slot struct {
 		lineNo  int
 		skipped bool
@@ -416,7 +417,7 @@ func decideStream(ctx context.Context, d rowDecider, r io.Reader, w io.Writer, e
 			if ctx.Err() != nil {
 				return
 			}
-			if !part.has(lineNo) {
+			if !part.Has(lineNo) {
 				if err != nil {
 					return
 				}
@@ -611,8 +612,8 @@ const (
 // summary accumulates what the run prints at the end.
 type summary struct {
 	rows, errors, decided int
-	skipped               int   // rows a resumed run found already done
-	part                  shard // the shard decided (zero: the whole input)
+	skipped               int         // rows a resumed run found already done
+	part                  batch.Shard // the shard decided (zero: the whole input)
 	labelled, correct     int
 	rawCorrect            int // labelled rows the raw choice got right (under bias control)
 	abstaining            bool
@@ -707,7 +708,7 @@ func topLetter(letters map[string]int) (string, int) {
 
 func (s *summary) print(w io.Writer) {
 	secs := s.elapsed.Seconds()
-	if !s.part.all() {
+	if !s.part.All() {
 		fmt.Fprintf(w, "shard %s: ", s.part)
 	}
 	fmt.Fprintf(w, "rows %d, decided %d, errors %d", s.rows, s.decided, s.errors)

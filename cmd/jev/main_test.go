@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/internal/testenv"
 	"github.com/gojev/gojev/llama"
 )
@@ -230,7 +231,7 @@ func TestInterruptedRunLeavesWholeLines(t *testing.T) {
 	out := &cancelAfterFirstLine{cancel: cancel}
 	in := strings.Join([]string{row("a", 2), row("b", 2), row("c", 2)}, "\n")
 	var sum summary
-	err = decideStream(ctx, deciderRows{d}, strings.NewReader(in), out, newLineEncoder().encode, &sum, shard{}, nil, func() {}, 1)
+	err = decideStream(ctx, deciderRows{d}, strings.NewReader(in), out, newLineEncoder().encode, &sum, batch.Shard{}, nil, func() {}, 1)
 	require.ErrorIs(t, err, context.Canceled)
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	require.Len(t, lines, 1, "only the finished row is written")

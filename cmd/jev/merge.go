@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/contract"
 )
 
@@ -273,7 +274,7 @@ func (m *merger) checkMissing(metas []*runMeta) {
 	unfinished := map[int]string{} // shard → its part, when its run file says it did not finish
 	for i, meta := range metas {
 		if meta != nil && meta.Shard != "" {
-			if s, err := parseShard(meta.Shard, nil); err == nil {
+			if s, err := batch.ParseShard(meta.Shard, nil); err == nil {
 				n = s.N
 				if !meta.Finished {
 					unfinished[s.I] = m.parts[i]
@@ -290,16 +291,16 @@ func (m *merger) checkMissing(metas []*runMeta) {
 	if n > 0 {
 		byShard := map[int]int{}
 		for _, l := range missing {
-			byShard[shardOf(l, n)]++
+			byShard[batch.ShardOf(l, n)]++
 		}
 		for i := range n {
-			s := shard{i, n}
-			size := s.size(len(m.keys) - 1)
+			s := batch.Shard{I: i, N: n}
+			size := s.Size(len(m.keys) - 1)
 			switch {
 			case size > 0 && byShard[i] == size:
 				m.problems = append(m.problems, mergeProblem{"shard", 0,
 					fmt.Sprintf("shard %s: none of its %d rows is in the parts: its file is missing (or empty); run jev decide --shard %s", s, size, s)})
-				missing = slices.DeleteFunc(missing, func(l int) bool { return shardOf(l, n) == i })
+				missing = slices.DeleteFunc(missing, func(l int) bool { return batch.ShardOf(l, n) == i })
 			case byShard[i] > 0 && unfinished[i] != "":
 				m.problems = append(m.problems, mergeProblem{"shard", 0,
 					fmt.Sprintf("shard %s: %d of its %d rows are missing, and the run file of %s says its run did not finish (killed?): rerun it with jev decide --shard %s --resume", s, byShard[i], size, unfinished[i], s)})
@@ -442,7 +443,7 @@ func metaDisagrees(a, b *runMeta) string {
 		return m.Calibration.SHA256
 	}
 	n := func(m *runMeta) int {
-		s, _ := parseShard(m.Shard, nil)
+		s, _ := batch.ParseShard(m.Shard, nil)
 		return s.N
 	}
 	switch {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/internal/testenv"
 )
 
@@ -55,7 +56,7 @@ func TestShardedRunMatchesTheSingleRun(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "rows.jsonl")
 	require.NoError(t, os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
-	noScheduler := []string{envSlurmID + "=", envK8sIndex + "=", envShardCount + "="}
+	noScheduler := []string{batch.EnvSlurmID + "=", batch.EnvK8sIndex + "=", batch.EnvShardCount + "="}
 
 	single := filepath.Join(dir, "single.jsonl")
 	cmd, singleErr := jevCmd(bin, noScheduler, append(append([]string{"decide"}, modelArgs(t)...), "-i", in, "-o", single)...)
@@ -72,7 +73,7 @@ func TestShardedRunMatchesTheSingleRun(t *testing.T) {
 	for i := range 4 {
 		env, spec := noScheduler, fmt.Sprintf("%d/4", i)
 		if i == 3 {
-			env = append(env, envSlurmID+"=10", envSlurmMin+"=7", envSlurmMax+"=10", envSlurmCount+"=4")
+			env = append(env, batch.EnvSlurmID+"=10", batch.EnvSlurmMin+"=7", batch.EnvSlurmMax+"=10", batch.EnvSlurmCount+"=4")
 			spec = "auto"
 		}
 		cmds[i], errs[i] = jevCmd(bin, env, shardArgs(spec)...)
@@ -103,7 +104,7 @@ func TestShardedRunMatchesTheSingleRun(t *testing.T) {
 	assert.Contains(t, mergeErr, pluralPhrase(30-kept, "missing row")+":")
 	assert.NoFileExists(t, merged)
 
-	retry, retryErr := jevCmd(bin, append(noScheduler, envK8sIndex+"=2", envShardCount+"=4"), append(shardArgs("auto"), "--resume")...)
+	retry, retryErr := jevCmd(bin, append(noScheduler, batch.EnvK8sIndex+"=2", batch.EnvShardCount+"=4"), append(shardArgs("auto"), "--resume")...)
 	require.NoError(t, retry.Run(), retryErr.String())
 	assert.Contains(t, retryErr.String(), fmt.Sprintf("%d records kept", kept))
 	assert.Contains(t, retryErr.String(), fmt.Sprintf("shard 2/4: rows %d, decided", 30-kept))
@@ -250,7 +251,7 @@ echo >> `+submitted+`
 echo $((4242 + $(grep -c '^$' `+submitted+`) - 1))
 `), 0o755))
 		base := append(os.Environ(), "PATH="+fake+":"+os.Getenv("PATH"), "JEV="+bin, "MODEL="+model, "ROWS=rows.jsonl", "OUT=out",
-			envSlurmID+"=", envK8sIndex+"=", envShardCount+"=")
+			batch.EnvSlurmID+"=", batch.EnvK8sIndex+"=", batch.EnvShardCount+"=")
 		// Submit mode, on the login node: the array, then the merge depending on it.
 		cmd := exec.Command("bash", script, "--array=0-3")
 		cmd.Dir, cmd.Env = dir, base
@@ -270,10 +271,10 @@ echo $((4242 + $(grep -c '^$' `+submitted+`) - 1))
 			cmd := exec.Command("bash", script)
 			cmd.Dir = dir
 			cmd.Env = append(base, "SLURM_ARRAY_JOB_ID=4242", "SLURM_CPUS_PER_TASK=1",
-				envSlurmID+"="+fmt.Sprint(i), envSlurmMin+"=0", envSlurmMax+"=3", envSlurmCount+"=4")
+				batch.EnvSlurmID+"="+fmt.Sprint(i), batch.EnvSlurmMin+"=0", batch.EnvSlurmMax+"=3", batch.EnvSlurmCount+"=4")
 			out, err := cmd.CombinedOutput()
 			require.NoError(t, err, "array task %d: %s", i, out)
-			assert.Contains(t, string(out), fmt.Sprintf("shard %d/4: rows %d,", i, shard{i, 4}.size(nRows)))
+			assert.Contains(t, string(out), fmt.Sprintf("shard %d/4: rows %d,", i, batch.Shard{I: i, N: 4}.Size(nRows)))
 		}
 		// The merge job: sbatch --wrap runs its command with sh.
 		wrap := argAfter(merge, "--wrap")
@@ -302,15 +303,15 @@ echo $((4242 + $(grep -c '^$' `+submitted+`) - 1))
 		require.NoError(t, os.WriteFile(argAfter(dargs, "-i"), rows, 0o644))
 		require.NoError(t, os.MkdirAll(filepath.Dir(argAfter(dargs, "-m")), 0o755))
 		require.NoError(t, os.Symlink(model, argAfter(dargs, "-m")))
-		env := []string{envSlurmID + "="}
+		env := []string{batch.EnvSlurmID + "="}
 		for _, e := range decide.Env {
 			env = append(env, e.Name+"="+e.Value)
 		}
 		n := jobs["decide"].Spec.Completions
 		for i := range n {
-			cmd, stderr := jevCmd(bin, append(env, fmt.Sprintf("%s=%d", envK8sIndex, i)), dargs...)
+			cmd, stderr := jevCmd(bin, append(env, fmt.Sprintf("%s=%d", batch.EnvK8sIndex, i)), dargs...)
 			require.NoError(t, cmd.Run(), "completion index %d: %s", i, stderr)
-			assert.Contains(t, stderr.String(), fmt.Sprintf("shard %d/%d: rows %d,", i, n, shard{i, n}.size(nRows)))
+			assert.Contains(t, stderr.String(), fmt.Sprintf("shard %d/%d: rows %d,", i, n, batch.Shard{I: i, N: n}.Size(nRows)))
 		}
 		margs := local(jobs["merge"].Spec.Template.Spec.Containers[0].Args)
 		cmd, stderr := jevCmd(bin, nil, margs...)

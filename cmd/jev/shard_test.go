@@ -15,94 +15,14 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/internal/testenv"
 )
 
-func TestParseShard(t *testing.T) {
-	slurm := func(id, lo, hi, count string) map[string]string {
-		return map[string]string{envSlurmID: id, envSlurmMin: lo, envSlurmMax: hi, envSlurmCount: count}
-	}
-	for _, tc := range []struct {
-		name    string
-		spec    string
-		env     map[string]string
-		want    shard
-		wantErr string
-	}{
-		{"none", "", nil, shard{}, ""},
-		{"I/N", "2/4", nil, shard{2, 4}, ""},
-		{"one shard", "0/1", nil, shard{0, 1}, ""},
-		{"I = N", "4/4", nil, shard{}, "want 0 ≤ I < N, got shard 4 of 4"},
-		{"negative", "-1/4", nil, shard{}, "want 0 ≤ I < N"},
-		{"zero shards", "0/0", nil, shard{}, "want 0 ≤ I < N"},
-		{"not I/N", "2", nil, shard{}, "want I/N"},
-		{"words", "a/b", nil, shard{}, "want I/N"},
-		{"Slurm, from 0", "auto", slurm("3", "0", "3", "4"), shard{3, 4}, ""},
-		{"Slurm, from 1", "auto", slurm("1", "1", "8", "8"), shard{0, 8}, ""},
-		{"Slurm, from 5", "auto", slurm("7", "5", "8", "4"), shard{2, 4}, ""},
-		{"Slurm, a step", "auto", slurm("4", "0", "6", "4"), shard{}, "the Slurm array 0-6 has 4 tasks"},
-		{"Slurm, no count", "auto", map[string]string{envSlurmID: "1", envSlurmMin: "0", envSlurmMax: "3"}, shard{}, "SLURM_ARRAY_TASK_COUNT is not set"},
-		{"Slurm, not a number", "auto", slurm("x", "0", "3", "4"), shard{}, `SLURM_ARRAY_TASK_ID="x" is not an integer`},
-		{"Kubernetes", "auto", map[string]string{envK8sIndex: "2", envShardCount: "4"}, shard{2, 4}, ""},
-		{"Kubernetes, index 0", "auto", map[string]string{envK8sIndex: "0", envShardCount: "1"}, shard{0, 1}, ""},
-		{"Kubernetes, no count", "auto", map[string]string{envK8sIndex: "2"}, shard{}, "JEV_SHARD_COUNT is not: set it in the Job's env to spec.completions"},
-		{"Kubernetes, index past the count", "auto", map[string]string{envK8sIndex: "4", envShardCount: "4"}, shard{}, "got shard 4 of 4"},
-		{"both", "auto", map[string]string{envK8sIndex: "1", envShardCount: "4", envSlurmID: "1"}, shard{}, "both SLURM_ARRAY_TASK_ID and JOB_COMPLETION_INDEX are set"},
-		{"no scheduler", "auto", nil, shard{}, errNoShardEnv.Error()},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseShard(tc.spec, func(k string) string { return tc.env[k] })
-			if tc.wantErr != "" {
-				require.ErrorContains(t, err, tc.wantErr)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tc.want, got)
-		})
-	}
-}
-
-// The N shards of any input hold every line exactly once, and size counts each shard's lines.
-func TestShardsPartitionTheInput(t *testing.T) {
-	for _, n := range []int{1, 2, 3, 4, 7} {
-		for _, lines := range []int{0, 1, 2, 3, 5, 6, 12, 29} {
-			owners := make([]int, lines+1)
-			for i := range n {
-				s := shard{i, n}
-				count := 0
-				for l := 1; l <= lines; l++ {
-					if s.has(l) {
-						owners[l]++
-						count++
-						assert.Equal(t, i, shardOf(l, n))
-					}
-				}
-				assert.Equal(t, count, s.size(lines), "shard %s of %d lines", s, lines)
-			}
-			for l := 1; l <= lines; l++ {
-				assert.Equal(t, 1, owners[l], "line %d of %d, %d shards", l, lines, n)
-			}
-		}
-	}
-	assert.True(t, shard{}.has(17), "no --shard: every line")
-	assert.Equal(t, 17, shard{}.size(17))
-}
-
-func TestShardPath(t *testing.T) {
-	p, err := shardPath("out/part-{shard}.jsonl", shard{3, 8})
-	require.NoError(t, err)
-	assert.Equal(t, "out/part-3.jsonl", p)
-	p, err = shardPath("out.jsonl", shard{3, 8})
-	require.NoError(t, err)
-	assert.Equal(t, "out.jsonl", p)
-	_, err = shardPath("out/part-{shard}.jsonl", shard{})
-	assert.ErrorContains(t, err, "{shard} in a file name needs --shard")
-}
-
 // Mistakes a sharded run refuses before it loads a model (exit code 2, saying the fix).
 func TestDecideRefusesShardMistakes(t *testing.T) {
-	for _, k := range []string{envSlurmID, envK8sIndex, envShardCount} {
+	for _, k := range []string{batch.EnvSlurmID, batch.EnvK8sIndex, batch.EnvShardCount} {
 		t.Setenv(k, "")
 	}
 	dir := t.TempDir()
@@ -412,7 +332,7 @@ func TestExampleManifestsParse(t *testing.T) {
 	assert.NotEmpty(t, argAfter(c.Args, "-m"), "one model")
 	count := ""
 	for _, e := range c.Env {
-		if e.Name == envShardCount {
+		if e.Name == batch.EnvShardCount {
 			count = e.Value
 		}
 	}
@@ -453,8 +373,8 @@ func TestDecideStreamDecidesItsShard(t *testing.T) {
 		in.WriteString(row(fmt.Sprintf("r%d", i), 2) + "\n")
 	}
 	var out bytes.Buffer
-	sum := summary{part: shard{1, 3}}
-	err := decideStream(context.Background(), fakeRows{}, strings.NewReader(in.String()), &out, newLineEncoder().encode, &sum, shard{1, 3}, nil, func() {}, 4)
+	sum := summary{part: batch.Shard{I: 1, N: 3}}
+	err := decideStream(context.Background(), fakeRows{}, strings.NewReader(in.String()), &out, newLineEncoder().encode, &sum, batch.Shard{I: 1, N: 3}, nil, func() {}, 4)
 	require.NoError(t, err)
 	assert.Equal(t, `{"id":"r2","prompt_version":"direct-options-v1","n_prompt_tokens":0,"chosen":"o0","probability":0,"backend":"","renderer":"","template_date":"","ms":0,"stats":{"prompt_tokens":0,"decoded_tokens":0,"queue_ms":0},"line":2}`+"\n"+
 		`{"id":null,"line":5,"error":"bad row: invalid JSON at byte 6: unexpected end of input, expecting a value: invalid JSON"}`+"\n", out.String())
@@ -463,7 +383,7 @@ func TestDecideStreamDecidesItsShard(t *testing.T) {
 
 	set := &resumeSet{byLine: map[int]string{2: "sr2", 5: "sr9"}, byID: map[string]int{}}
 	out.Reset()
-	err = decideStream(context.Background(), fakeRows{}, strings.NewReader(in.String()), &out, newLineEncoder().encode, &summary{}, shard{1, 3}, set.skip, func() {}, 4)
+	err = decideStream(context.Background(), fakeRows{}, strings.NewReader(in.String()), &out, newLineEncoder().encode, &summary{}, batch.Shard{I: 1, N: 3}, set.skip, func() {}, 4)
 	require.ErrorIs(t, err, errNotThisInput)
 	assert.Empty(t, out.String(), "line 2 was done; line 5's record names another row: nothing written")
 }
