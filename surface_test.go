@@ -119,3 +119,33 @@ func goCmd(t *testing.T, dir string, env []string, args ...string) string {
 	require.NoError(t, err, "go %s:\n%s", strings.Join(args, " "), b)
 	return string(b)
 }
+
+// TestAtomicWritesGoThroughOneHelper: every file replaced by a rename (priors, profiles, run
+// files, reports) is written by internal/atomicfile, which syncs the file and its folder; a
+// bare os.Rename elsewhere would leave an empty file after a crash.
+func TestAtomicWritesGoThroughOneHelper(t *testing.T) {
+	root := testenv.RepoRoot(t)
+	var renames []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() && (rel == "third_party" || strings.HasPrefix(d.Name(), ".") && rel != ".") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || strings.HasPrefix(rel, "internal/atomicfile/") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(b), "os.Rename(") {
+			renames = append(renames, rel)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Empty(t, renames, "os.Rename outside internal/atomicfile")
+}

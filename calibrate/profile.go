@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/gojev/gojev/debias"
+	"github.com/gojev/gojev/internal/atomicfile"
 )
 
 // Format is the format of a profile file, recorded in it.
@@ -259,17 +260,14 @@ func (p *Profile) Marshal() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// Save writes the profile to path atomically (a temporary file renamed) and sets SHA256.
+// Save writes the profile to path atomically (a crash leaves the old file or the new one: a
+// synced temporary file renamed, the folder synced) and sets SHA256.
 func (p *Profile) Save(path string) error {
 	b, err := p.Marshal()
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteBytes(path, b); err != nil {
 		return err
 	}
 	sum := sha256.Sum256(b)

@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"slices"
+
+	"github.com/gojev/gojev/internal/atomicfile"
 )
 
 // Errors of prior files, testable with errors.Is.
@@ -131,17 +133,14 @@ func LoadPrior(path string) (*Prior, error) {
 	return p, nil
 }
 
-// Save writes the prior to path as indented JSON, atomically (a temporary file renamed).
+// Save writes the prior to path as indented JSON, atomically: a crash leaves the old file or
+// the new one, never an empty one (a synced temporary file renamed, the folder synced).
 func (p *Prior) Save(path string) error {
 	b, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.WriteBytes(path, append(b, '\n'))
 }
 
 // Letters returns the first k answer letters.

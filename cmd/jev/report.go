@@ -6,9 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
+	"github.com/gojev/gojev/internal/atomicfile"
 	"github.com/gojev/gojev/internal/report"
 )
 
@@ -73,20 +73,7 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 
 // writeFile writes what write produces to path, replacing it only when complete.
 func writeFile(path string, write func(io.Writer) error) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		_ = f.Close()
-		_ = os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, write)
 }
 
 // parseInterleaved parses args into fs, flags and positional arguments in any order, and
