@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/internal/report"
@@ -183,7 +184,10 @@ func collectSamples(files []string, limit int) (*sampleSet, error) {
 		if err != nil {
 			return nil, usageError{err}
 		}
-		meta, _ := loadRunMeta(runMetaPath(path))
+		meta, err := readRunFileIfAny(path)
+		if err != nil {
+			return nil, err
+		}
 		if meta != nil && meta.Model != nil {
 			if set.model.SHA256 != "" && meta.Model.SHA256 != "" && set.model.SHA256 != meta.Model.SHA256 {
 				return nil, usageError{fmt.Errorf("%s was decided by model %s (sha256 %.12s…), an earlier file by %s (sha256 %.12s…): fit one profile per model",
@@ -223,7 +227,7 @@ func collectSamples(files []string, limit int) (*sampleSet, error) {
 				labelled++
 			}
 		}
-		sum, err := fileSHA256(path)
+		sum, err := batch.FileSHA256(path)
 		if err != nil {
 			return nil, err
 		}
@@ -454,9 +458,12 @@ func applyProfile(files []string, out string, cf *calibrationFlags, stderr io.Wr
 		return usageError{errors.New("--apply PROFILE calibrates one results file into -o FILE: jev calibrate --apply profile.json results.jsonl -o calibrated.jsonl")}
 	}
 	in := files[0]
-	meta, _ := loadRunMeta(runMetaPath(in))
+	meta, err := readRunFileIfAny(in)
+	if err != nil {
+		return err
+	}
 	if meta == nil {
-		meta = &runMeta{Input: in}
+		meta = &batch.RunFile{Input: in}
 	}
 	opts := gojev.Options{Debias: meta.Debias, Permute: meta.Permute}
 	if meta.PromptVersion == gojev.Binary.String() {
@@ -503,9 +510,9 @@ func applyProfile(files []string, out string, cf *calibrationFlags, stderr io.Wr
 	if err := writeFile(out, func(w io.Writer) error { _, err := w.Write(buf.Bytes()); return err }); err != nil {
 		return err
 	}
-	meta.Calibration = &runCalibration{File: cf.profile, SHA256: prof.SHA256}
+	meta.Calibration = &batch.RunCalibration{File: cf.profile, SHA256: prof.SHA256}
 	meta.AbstainBelow = opts.AbstainBelow
-	if err := meta.save(runMetaPath(out)); err != nil {
+	if err := meta.Save(batch.RunFilePath(out)); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "jev calibrate: %d decisions of %s calibrated with %s into %s", n, in, cf.profile, out)

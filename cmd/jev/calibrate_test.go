@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/internal/testenv"
 )
@@ -78,7 +79,7 @@ func TestCalibrateThenDecideCalibrated(t *testing.T) {
 		assert.InDeltaSlice(t, want, r.Calibration.Probabilities, 1e-9)
 		assert.Equal(t, r.Probability < 0.5, r.Abstained)
 	}
-	var meta runMeta
+	var meta batch.RunFile
 	b, err := os.ReadFile(cal + ".run.json")
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &meta))

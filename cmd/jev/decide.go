@@ -181,11 +181,17 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	// so every row of the output is debiased with the same prior, and a shard must be the one
 	// that wrote the file.
 	metaPath := ""
-	var prev *runMeta
+	var prev *batch.RunFile
 	if out != "" && out != "-" {
-		metaPath = runMetaPath(out)
+		metaPath = batch.RunFilePath(out)
 		if resume {
-			prev, _ = loadRunMeta(metaPath)
+			var err error
+			switch prev, err = batch.ReadRunFile(metaPath); {
+			case errors.Is(err, os.ErrNotExist):
+				prev = nil // a run killed before it wrote one: nothing to compare
+			case err != nil:
+				return usageError{fmt.Errorf("--resume %s: %w: it records the shard, model and flags the records kept were decided with, so the run cannot check that it continues them alike (restore it, or remove it to resume without the checks)", out, err)}
+			}
 		}
 	}
 	if prev != nil && prev.Shard != part.Spec() {
@@ -236,7 +242,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	var d rowDecider = deciderRows{dec}
 
-	meta := &runMeta{Jev: jevVersion(), LlamaCpp: llamaVersion(), Args: args, Input: in, PromptVersion: c.String(), Debias: method,
+	meta := &batch.RunFile{Jev: jevVersion(), LlamaCpp: llamaVersion(), Args: args, Input: in, PromptVersion: c.String(), Debias: method,
 		NThreads: mf.threads, Started: time.Now().UTC(), Backend: dec.Check().Backend, Decode: dec.Check().Decode}
 	if dec.Check().Decode != "" { // in-process
 		meta.Devices, meta.Plugins = runtimeDevices(mf.nGPULayers)
@@ -246,11 +252,11 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	meta.Detect = df.meta(opts)
 	meta.Knockout = kf.meta()
 	if prof != nil {
-		meta.Calibration = &runCalibration{File: cf.profile, SHA256: prof.SHA256}
+		meta.Calibration = &batch.RunCalibration{File: cf.profile, SHA256: prof.SHA256}
 	}
 	if m := dec.Check().Model; m != nil {
 		if metaPath != "" || method == debias.PriDe || prof != nil {
-			id, err := modelIdentity(m.Path, m.Name)
+			id, err := batch.ModelIdentity(m.Path, m.Name)
 			if err != nil {
 				return err
 			}
@@ -308,7 +314,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	if prev != nil {
 		// The records kept and those to come must be decided alike.
-		if what := metaDisagrees(prev, meta); what != "" {
+		if what := prev.Disagrees(meta); what != "" {
 			return usageError{fmt.Errorf("--resume %s: this run has different %s than the run that wrote it (its run file %s): resume with the same model and flags, or start a new -o", out, what, metaPath)}
 		}
 	}
@@ -316,7 +322,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		done.report(stderr, out)
 	}
 	if metaPath != "" {
-		if err := meta.save(metaPath); err != nil {
+		if err := meta.Save(metaPath); err != nil {
 			return fmt.Errorf("writing the run file: %w", err)
 		}
 	}
@@ -375,7 +381,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if meta.ElapsedS > 0 {
 			meta.DecisionsPerS = float64(sum.decided) / meta.ElapsedS
 		}
-		if merr := meta.save(metaPath); err == nil && merr != nil {
+		if merr := meta.Save(metaPath); err == nil && merr != nil {
 			err = fmt.Errorf("writing the run file: %w", merr)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/contract"
 )
 
@@ -14,13 +15,6 @@ type detectFlags struct {
 	detect    bool
 	threshold float64
 	abstain   bool
-}
-
-// runDetect is what a run file records of --detect.
-type runDetect struct {
-	PromptVersion string  `json:"prompt_version"`
-	Threshold     float64 `json:"threshold"`
-	Abstain       bool    `json:"abstain_on_suspect,omitempty"`
 }
 
 func (f *detectFlags) register(fs *flag.FlagSet) {
@@ -45,9 +39,9 @@ func (f *detectFlags) apply(opts *gojev.Options) error {
 }
 
 // meta is the run file's record of the setting (nil without --detect).
-func (f *detectFlags) meta(opts gojev.Options) *runDetect {
+func (f *detectFlags) meta(opts gojev.Options) *batch.RunDetect {
 	if !opts.Detect {
 		return nil
 	}
-	return &runDetect{PromptVersion: contract.DetectPromptVersion, Threshold: opts.DetectThreshold, Abstain: opts.AbstainOnSuspect}
+	return &batch.RunDetect{PromptVersion: contract.DetectPromptVersion, Threshold: opts.DetectThreshold, Abstain: opts.AbstainOnSuspect}
 }

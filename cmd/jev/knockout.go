@@ -39,11 +39,3 @@ func (f *knockoutFlags) meta() *gojev.KnockoutOptions {
 	}
 	return &gojev.KnockoutOptions{Grouping: f.grouping, Seed: f.seed}
 }
-
-// knockout is the run's knockout setting, the default spelled out.
-func (m *runMeta) knockout() gojev.KnockoutOptions {
-	if m.Knockout == nil {
-		return gojev.KnockoutOptions{Grouping: knockout.Shuffle}
-	}
-	return *m.Knockout
-}

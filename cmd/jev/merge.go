@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -111,7 +112,7 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 			sum.elapsed = time.Duration(meta.ElapsedS * float64(time.Second))
 		}
 		if out != "" && out != "-" {
-			if err := meta.save(runMetaPath(out)); err != nil {
+			if err := meta.Save(batch.RunFilePath(out)); err != nil {
 				return fmt.Errorf("writing the run file: %w", err)
 			}
 		}
@@ -250,7 +251,7 @@ func (m *merger) readPart(i int, path string) error {
 
 // checkRunFiles records the parts without a run file when other parts have one (their
 // model and flags cannot be checked against the others'), and reports whether no part has one.
-func (m *merger) checkRunFiles(metas []*runMeta) (none bool) {
+func (m *merger) checkRunFiles(metas []*batch.RunFile) (none bool) {
 	var without []string
 	for i, meta := range metas {
 		if meta == nil {
@@ -261,7 +262,7 @@ func (m *merger) checkRunFiles(metas []*runMeta) (none bool) {
 		return true
 	}
 	for _, p := range without {
-		m.problems = append(m.problems, mergeProblem{"norun", 0, fmt.Sprintf("%s has no run file (%s), unlike the other parts: it cannot be checked to be decided like them", p, runMetaPath(p))})
+		m.problems = append(m.problems, mergeProblem{"norun", 0, fmt.Sprintf("%s has no run file (%s), unlike the other parts: it cannot be checked to be decided like them", p, batch.RunFilePath(p))})
 	}
 	return false
 }
@@ -269,7 +270,7 @@ func (m *merger) checkRunFiles(metas []*runMeta) (none bool) {
 // checkMissing records the input lines without a record. When the parts' run files name
 // their shards of one N, a shard none of whose lines arrived is named as such, and so is a
 // shard whose part lacks rows and whose run file says the run did not finish.
-func (m *merger) checkMissing(metas []*runMeta) {
+func (m *merger) checkMissing(metas []*batch.RunFile) {
 	n := 0
 	unfinished := map[int]string{} // shard → its part, when its run file says it did not finish
 	for i, meta := range metas {
@@ -403,77 +404,35 @@ func (m *merger) write(w io.Writer, sum *summary) error {
 
 // partMetas reads the parts' run files (nil where a part has none) and checks that they agree
 // on what decides: the model, the contract, the bias control and PriDe's prior.
-func partMetas(parts []string) ([]*runMeta, error) {
-	metas := make([]*runMeta, len(parts))
-	var first *runMeta
+func partMetas(parts []string) ([]*batch.RunFile, error) {
+	metas := make([]*batch.RunFile, len(parts))
+	var first *batch.RunFile
 	var firstPath string
 	for i, p := range parts {
-		meta, ok := loadRunMeta(runMetaPath(p))
-		if !ok {
+		meta, err := batch.ReadRunFile(batch.RunFilePath(p))
+		if errors.Is(err, fs.ErrNotExist) {
 			continue
+		}
+		if err != nil {
+			return nil, usageError{err}
 		}
 		metas[i] = meta
 		if first == nil {
 			first, firstPath = meta, p
 			continue
 		}
-		if what := metaDisagrees(first, meta); what != "" {
+		if what := first.Disagrees(meta); what != "" {
 			return nil, fmt.Errorf("%s and %s were decided with different %s: they are parts of different runs", firstPath, p, what)
 		}
 	}
 	return metas, nil
 }
 
-// metaDisagrees names what two parts' run files disagree on ("" when nothing).
-func metaDisagrees(a, b *runMeta) string {
-	model := func(m *runMeta) string {
-		if m.Model == nil {
-			return ""
-		}
-		return m.Model.SHA256 + " " + m.Model.Name
-	}
-	prior := func(m *runMeta) string {
-		b, _ := json.Marshal(m.Prior)
-		return string(b)
-	}
-	cal := func(m *runMeta) string {
-		if m.Calibration == nil {
-			return ""
-		}
-		return m.Calibration.SHA256
-	}
-	n := func(m *runMeta) int {
-		s, _ := batch.ParseShard(m.Shard, nil)
-		return s.N
-	}
-	switch {
-	case model(a) != model(b):
-		return "models"
-	case a.PromptVersion != b.PromptVersion:
-		return "contracts (prompt_version)"
-	case a.Debias != b.Debias || a.Permute != b.Permute:
-		return "bias control (--debias, --permute)"
-	case a.knockout() != b.knockout():
-		return "knockout grouping (--knockout-grouping, --knockout-seed)"
-	case (a.Detect == nil) != (b.Detect == nil) || (a.Detect != nil && *a.Detect != *b.Detect):
-		return "injection detection (--detect, --detect-threshold, --abstain-on-suspect)"
-	case cal(a) != cal(b) || a.AbstainBelow != b.AbstainBelow:
-		return "calibration profiles or abstention thresholds (--calibration, --abstain-below, --max-error)"
-	case prior(a) != prior(b):
-		return "PriDe priors (give every shard the same --prior FILE)"
-	case n(a) != n(b):
-		return "shard counts (--shard I/N)"
-	case a.Decode != "" && b.Decode != "" && a.Decode != b.Decode:
-		return "decode modes (--decode; packed is the default on a GPU)"
-	}
-	return ""
-}
-
 // mergedMeta is the run file of the merged output: what the parts' run files agree on, the
 // merged counts, and the wall time from the first part's start to the last part's end; nil
 // when no part has a run file.
-func mergedMeta(metas []*runMeta, args []string, in string, parts []string, sum *summary) *runMeta {
-	var out *runMeta
+func mergedMeta(metas []*batch.RunFile, args []string, in string, parts []string, sum *summary) *batch.RunFile {
+	var out *batch.RunFile
 	var end time.Time
 	finished := true
 	for _, m := range metas {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
@@ -141,18 +142,18 @@ func nameOf(base, bias string, detect bool) string {
 
 // redteamReport is DIR/redteam.json.
 type redteamReport struct {
-	Catalogue string             `json:"catalogue"`
-	Input     string             `json:"input"`
-	Rows      int                `json:"rows"`
-	Families  []redteam.Family   `json:"families"`
-	Settings  []string           `json:"settings"`
-	Costs     []redteamCost      `json:"costs"`
-	Figures   []redteam.Figures  `json:"figures"`
-	Model     *debias.ModelID    `json:"model,omitempty"`
-	Started   time.Time          `json:"started"`
-	Derived   map[string]string  `json:"derived_from"`
-	Profile   *runCalibration    `json:"calibration,omitempty"`
-	Detector  *redteamDetectInfo `json:"detector,omitempty"`
+	Catalogue string                `json:"catalogue"`
+	Input     string                `json:"input"`
+	Rows      int                   `json:"rows"`
+	Families  []redteam.Family      `json:"families"`
+	Settings  []string              `json:"settings"`
+	Costs     []redteamCost         `json:"costs"`
+	Figures   []redteam.Figures     `json:"figures"`
+	Model     *debias.ModelID       `json:"model,omitempty"`
+	Started   time.Time             `json:"started"`
+	Derived   map[string]string     `json:"derived_from"`
+	Profile   *batch.RunCalibration `json:"calibration,omitempty"`
+	Detector  *redteamDetectInfo    `json:"detector,omitempty"`
 }
 
 type redteamDetectInfo struct {
@@ -303,7 +304,7 @@ func runRedteam(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var threshold float64
 	if prof != nil {
-		rep.Profile = &runCalibration{File: cf.profile, SHA256: prof.SHA256}
+		rep.Profile = &batch.RunCalibration{File: cf.profile, SHA256: prof.SHA256}
 		for _, v := range slices.Clone(variants) {
 			c := v
 			c.name, c.cal = v.name+"+cal", true
@@ -489,9 +490,9 @@ func decideSetting(ctx context.Context, mf *modelFlags, s redteamSetting, files 
 	var todo []string
 	for _, f := range files {
 		in := filepath.Join(rowsDir, f+".jsonl")
-		meta, ok := loadRunMeta(runMetaPath(filepath.Join(outDir, f+".jsonl")))
-		if ok && meta.Finished && meta.Input == in && meta.InputSHA256 != "" {
-			if sum, err := fileSHA256(in); err == nil && sum == meta.InputSHA256 {
+		meta, err := batch.ReadRunFile(batch.RunFilePath(filepath.Join(outDir, f+".jsonl")))
+		if err == nil && meta.Finished && meta.Input == in && meta.InputSHA256 != "" {
+			if sum, err := batch.FileSHA256(in); err == nil && sum == meta.InputSHA256 {
 				continue
 			}
 		}
@@ -507,7 +508,7 @@ func decideSetting(ctx context.Context, mf *modelFlags, s redteamSetting, files 
 	}
 	defer d.Close()
 	if m := d.Check().Model; *model == nil && m != nil {
-		id, err := modelIdentity(m.Path, m.Name)
+		id, err := batch.ModelIdentity(m.Path, m.Name)
 		if err != nil {
 			return err
 		}
@@ -526,19 +527,19 @@ func decideSetting(ctx context.Context, mf *modelFlags, s redteamSetting, files 
 		if err != nil {
 			return err
 		}
-		sum, err := fileSHA256(in)
+		sum, err := batch.FileSHA256(in)
 		if err != nil {
 			return err
 		}
 		out := filepath.Join(outDir, f+".jsonl")
-		meta := &runMeta{Jev: jevVersion(), LlamaCpp: llamaVersion(), Args: []string{"redteam", "--settings", s.name}, Input: in, InputSHA256: sum,
+		meta := &batch.RunFile{Jev: jevVersion(), LlamaCpp: llamaVersion(), Args: []string{"redteam", "--settings", s.name}, Input: in, InputSHA256: sum,
 			PromptVersion: s.opts.Contract.String(), Debias: s.opts.Debias, Permute: s.opts.Permute, Model: *model,
 			Backend: d.Check().Backend, Decode: d.Check().Decode, NThreads: mf.threads, Started: time.Now().UTC()}
 		if s.opts.Debias == debias.PriDe {
 			meta.Prior = d.Prior()
 		}
 		if s.opts.Detect {
-			meta.Detect = &runDetect{PromptVersion: contract.DetectPromptVersion, Threshold: gojev.DefaultDetectThreshold, Abstain: true}
+			meta.Detect = &batch.RunDetect{PromptVersion: contract.DetectPromptVersion, Threshold: gojev.DefaultDetectThreshold, Abstain: true}
 		}
 		fmt.Fprintf(stderr, "jev redteam: %s: deciding %s (%d rows) ...\n", s.name, in, len(rows))
 		var buf bytes.Buffer
@@ -570,7 +571,7 @@ func decideSetting(ctx context.Context, mf *modelFlags, s redteamSetting, files 
 		meta.Finished, meta.ElapsedS = true, time.Since(start).Seconds()
 		meta.Rows, meta.Decided, meta.Errors = len(rows), len(rows)-errs, errs
 		meta.DecisionsPerS = float64(meta.Decided) / meta.ElapsedS
-		if err := meta.save(runMetaPath(out)); err != nil {
+		if err := meta.Save(batch.RunFilePath(out)); err != nil {
 			return err
 		}
 	}
@@ -697,7 +698,7 @@ func costs(settings []redteamSetting, files []string, dir string) []redteamCost 
 		var prompts int
 		for _, f := range files {
 			path := filepath.Join(dir, safeName(s.name), f+".jsonl")
-			if meta, ok := loadRunMeta(runMetaPath(path)); ok {
+			if meta, err := batch.ReadRunFile(batch.RunFilePath(path)); err == nil {
 				c.WallS += meta.ElapsedS
 			}
 			recs, _ := resultsByLine(path)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/internal/redteam"
 )
@@ -92,10 +93,10 @@ func TestRedteamFiguresFromHandMadeRecords(t *testing.T) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 		require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
 		rows := filepath.Join(out, "rows", file+".jsonl")
-		sum, err := fileSHA256(rows)
+		sum, err := batch.FileSHA256(rows)
 		require.NoError(t, err)
-		meta := &runMeta{Input: rows, InputSHA256: sum, Finished: true, ElapsedS: 10, Rows: 4, Decided: 4, PromptVersion: "direct-options-v1", Debias: debias.PriDe}
-		require.NoError(t, meta.save(runMetaPath(path)))
+		meta := &batch.RunFile{Input: rows, InputSHA256: sum, Finished: true, ElapsedS: 10, Rows: 4, Decided: 4, PromptVersion: "direct-options-v1", Debias: debias.PriDe}
+		require.NoError(t, meta.Save(batch.RunFilePath(path)))
 	}
 	write("clean", cleanPride, cleanRaw, nil)
 	write("letter", attPride, attRaw, abstained)

@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 
+	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/internal/atomicfile"
 	"github.com/gojev/gojev/internal/report"
 )
@@ -108,4 +110,17 @@ func parseFlagsLoose(fs *flag.FlagSet, args []string, stderr io.Writer, synopsis
 		return usageError{fmt.Errorf("%w (jev %s -h lists the flags)", err, fs.Name())}
 	}
 	return nil
+}
+
+// readRunFileIfAny reads the run file beside a results file: nil when there is none, an error
+// (a usage error) when there is one that cannot be read.
+func readRunFileIfAny(results string) (*batch.RunFile, error) {
+	m, err := batch.ReadRunFile(batch.RunFilePath(results))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return m, nil
 }

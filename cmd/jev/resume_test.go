@@ -297,3 +297,19 @@ func TestUnencodableRecordBecomesAnErrorRecord(t *testing.T) {
 	assert.Contains(t, rec.Error, "cannot write the result")
 	assert.Contains(t, lines[2], `"id":"c"`)
 }
+
+// TestResumeRefusesAnUnreadableRunFile: a run file that exists but cannot be read would skip
+// the shard, model and flag checks a resume makes, so the resume is refused (it was silently
+// ignored).
+func TestResumeRefusesAnUnreadableRunFile(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.jsonl")
+	require.NoError(t, os.WriteFile(out, []byte(`{"id":"a","line":1,"prompt_version":"direct-options-v1","chosen":"o0"}`+"\n"), 0o644))
+	require.NoError(t, os.WriteFile(out+".run.json", []byte("{\"prompt_version\": \"direct-opt"), 0o644))
+	in := filepath.Join(dir, "rows.jsonl")
+	require.NoError(t, os.WriteFile(in, []byte(row("a", 2)+"\n"+row("b", 2)+"\n"), 0o644))
+	code, _, stderr := jev(t, "", "decide", "--resume", "-m", "unused.gguf", "-i", in, "-o", out)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "unreadable run file")
+	assert.Contains(t, stderr, "cannot check")
+}

@@ -162,7 +162,7 @@ func TestResumeRefusesAnotherRunsFile(t *testing.T) {
 	meta, ok := loadRunMeta(out + ".run.json")
 	require.True(t, ok)
 	meta.Model.SHA256 = strings.Repeat("0", 64)
-	require.NoError(t, meta.save(out+".run.json"))
+	require.NoError(t, meta.Save(out+".run.json"))
 	code, _, stderr = jev(t, "", append(args, "--resume")...)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "this run has different models than the run that wrote it")

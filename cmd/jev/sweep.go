@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/internal/bench"
@@ -100,7 +101,7 @@ func runSweep(ctx context.Context, sf sweepFlags, mf *modelFlags, in string, row
 			if m == nil {
 				return usageError{errors.New("--scorings measures the in-process runtime: drop --runtime")}
 			}
-			if id, err = modelIdentity(m.Path, m.Name); err != nil {
+			if id, err = batch.ModelIdentity(m.Path, m.Name); err != nil {
 				return err
 			}
 			if needPrior {
@@ -156,7 +157,7 @@ func runSweep(ctx context.Context, sf sweepFlags, mf *modelFlags, in string, row
 	sw.Threads, sw.Model, sw.Contract = mf.threads, model, contract.PromptVersion
 	for i, f := range files {
 		p := sw.Paths[i]
-		meta := &runMeta{Jev: jevVersion(), LlamaCpp: llamaVersion(), Args: os.Args[1:], Input: in, PromptVersion: contract.PromptVersion,
+		meta := &batch.RunFile{Jev: jevVersion(), LlamaCpp: llamaVersion(), Args: os.Args[1:], Input: in, PromptVersion: contract.PromptVersion,
 			Debias: settings[i].method, Permute: settings[i].permute, Model: &id, Backend: deciders[i].Decider.Check().Backend,
 			Decode: deciders[i].Decider.Check().Decode, NThreads: mf.threads, Started: sw.Started, Finished: true, ElapsedS: p.WallS,
 			Rows: p.Rows, Decided: p.Rows - p.Errors, Errors: p.Errors}
@@ -169,7 +170,7 @@ func runSweep(ctx context.Context, sf sweepFlags, mf *modelFlags, in string, row
 		if err := f.Sync(); err != nil {
 			return err
 		}
-		if err := meta.save(runMetaPath(f.Name())); err != nil {
+		if err := meta.Save(batch.RunFilePath(f.Name())); err != nil {
 			return err
 		}
 	}

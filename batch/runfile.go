@@ -1,0 +1,218 @@
+package batch
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/debias"
+	"github.com/gojev/gojev/internal/atomicfile"
+	"github.com/gojev/gojev/knockout"
+)
+
+// RunFile is what a run records beside its results file, in <results>.run.json (RunFilePath):
+// the model, contract and flags a report names, the PriDe prior a resumed run reuses, the
+// shard, and the run's wall time (decisions/s). jev decide writes it when the run starts and
+// again when it ends; a resumed run and Merge compare run files (Disagrees) before they join
+// records decided apart.
+type RunFile struct {
+	Jev      string   `json:"jev"`
+	LlamaCpp string   `json:"llama_cpp"`
+	Args     []string `json:"args"`
+	Input    string   `json:"input"`
+	// InputSHA256 is the input file's sha256, where the run recorded it (jev redteam).
+	InputSHA256 string `json:"input_sha256,omitempty"`
+	// Shard is "I/N" for a run of jev decide --shard (shard I of N).
+	Shard string `json:"shard,omitempty"`
+	// Parts are the results files jev merge joined into this one.
+	Parts   []string        `json:"parts,omitempty"`
+	Model   *debias.ModelID `json:"model,omitempty"`
+	Backend string          `json:"backend"`
+	// Decode is the in-process decode mode (one-sequence, packed); Devices the devices that
+	// decided (the GPU names, or CPU) and Plugins the backend plugins loaded.
+	Decode        string        `json:"decode,omitempty"`
+	Devices       []string      `json:"devices,omitempty"`
+	Plugins       []string      `json:"plugins,omitempty"`
+	PromptVersion string        `json:"prompt_version"`
+	Debias        debias.Method `json:"debias,omitempty"`
+	// Permute is --permute N (0: none, or cyclic over all k).
+	Permute int           `json:"permute,omitempty"`
+	Prior   *debias.Prior `json:"prior,omitempty"`
+	// Calibration names the --calibration profile; AbstainBelow is the threshold in force.
+	Calibration  *RunCalibration `json:"calibration,omitempty"`
+	AbstainBelow float64         `json:"abstain_below,omitempty"`
+	// Knockout is how rows of more than 16 options were grouped (--knockout-grouping,
+	// --knockout-seed), nil when left at the default.
+	Knockout *gojev.KnockoutOptions `json:"knockout,omitempty"`
+	// Detect is the injection detector's setting (--detect), nil without it.
+	Detect   *RunDetect `json:"detect,omitempty"`
+	NThreads int        `json:"n_threads"`
+	Started  time.Time  `json:"started"`
+	Finished bool       `json:"finished"`
+	ElapsedS float64    `json:"elapsed_s"`
+	Rows     int        `json:"rows"`
+	Decided  int        `json:"decided"`
+	Errors   int        `json:"errors"`
+	Skipped  int        `json:"skipped,omitempty"`
+	// DecisionsPerS is Decided / ElapsedS of this invocation (a resumed run counts only
+	// what it decided itself).
+	DecisionsPerS float64 `json:"decisions_per_s"`
+}
+
+// RunCalibration is the calibration profile a run used.
+type RunCalibration struct {
+	File   string `json:"file"`
+	SHA256 string `json:"sha256"`
+}
+
+// RunFileSuffix is what a run file's name adds to its results file's.
+const RunFileSuffix = ".run.json"
+
+// RunFilePath is the run file beside a results file.
+func RunFilePath(results string) string { return results + RunFileSuffix }
+
+// ErrRunFile: a run file that exists cannot be read (not JSON, not a run file).
+var ErrRunFile = errors.New("batch: unreadable run file")
+
+// Save writes m to path atomically (a crash leaves the old run file or the new one).
+func (m *RunFile) Save(path string) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(m)
+	})
+}
+
+// ReadRunFile reads a run file. A missing file is an error wrapping fs.ErrNotExist; one that
+// cannot be read as a run file wraps ErrRunFile and names the file.
+func ReadRunFile(path string) (*RunFile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return parseRunFile(path, b)
+}
+
+// parseRunFile decodes a run file's bytes: one JSON object of RunFile's fields.
+func parseRunFile(path string, b []byte) (*RunFile, error) {
+	var m RunFile
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrRunFile, path, err)
+	}
+	return &m, nil
+}
+
+// modelSHA256 returns the sha256 of a model file. scripts/fetch-model.sh leaves a stamp
+// "<sha256> <size> <mtime_ns>" in <file>.verified after checking a download; when the file's
+// size and mtime still match it, the recorded hash is used, else the file is hashed (about a
+// second a GB).
+func modelSHA256(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if b, err := os.ReadFile(path + ".verified"); err == nil {
+		f := strings.Fields(string(b))
+		if len(f) == 3 && f[1] == strconv.FormatInt(st.Size(), 10) && f[2] == strconv.FormatInt(st.ModTime().UnixNano(), 10) {
+			return f[0], nil
+		}
+	}
+	return FileSHA256(path)
+}
+
+// FileSHA256 is the hex sha256 of a file's bytes.
+func FileSHA256(path string) (string, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer file.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, file); err != nil {
+		return "", fmt.Errorf("hashing %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ModelIdentity names a model file as run files, priors and profiles record it: its base name,
+// general.name and sha256 (from the .verified stamp scripts/fetch-model.sh leaves beside a
+// checked download, while the file's size and mtime match it; else hashed, about a second a GB).
+func ModelIdentity(path, name string) (debias.ModelID, error) {
+	sum, err := modelSHA256(path)
+	if err != nil {
+		return debias.ModelID{}, err
+	}
+	return debias.ModelID{File: filepath.Base(path), Name: name, SHA256: sum}, nil
+}
+
+// RunDetect is what a run file records of the injection detector (gojev.Options.Detect).
+type RunDetect struct {
+	PromptVersion string  `json:"prompt_version"`
+	Threshold     float64 `json:"threshold"`
+	Abstain       bool    `json:"abstain_on_suspect,omitempty"`
+}
+
+// Disagrees names what two run files disagree on that must be the same for their records to
+// be joined (a resumed run and the run it continues, or the parts of a merge): the model, the
+// contract, bias control, the injection detector, knockout grouping, calibration and
+// abstention, the PriDe prior, the shard count, the decode mode. "" when nothing.
+func (a *RunFile) Disagrees(b *RunFile) string {
+	model := func(m *RunFile) string {
+		if m.Model == nil {
+			return ""
+		}
+		return m.Model.SHA256 + " " + m.Model.Name
+	}
+	prior := func(m *RunFile) string {
+		b, _ := json.Marshal(m.Prior)
+		return string(b)
+	}
+	cal := func(m *RunFile) string {
+		if m.Calibration == nil {
+			return ""
+		}
+		return m.Calibration.SHA256
+	}
+	n := func(m *RunFile) int {
+		s, _ := ParseShard(m.Shard, nil)
+		return s.N
+	}
+	switch {
+	case model(a) != model(b):
+		return "models"
+	case a.PromptVersion != b.PromptVersion:
+		return "contracts (prompt_version)"
+	case a.Debias != b.Debias || a.Permute != b.Permute:
+		return "bias control (--debias, --permute)"
+	case a.KnockoutOptions() != b.KnockoutOptions():
+		return "knockout grouping (--knockout-grouping, --knockout-seed)"
+	case (a.Detect == nil) != (b.Detect == nil) || (a.Detect != nil && *a.Detect != *b.Detect):
+		return "injection detection (--detect, --detect-threshold, --abstain-on-suspect)"
+	case cal(a) != cal(b) || a.AbstainBelow != b.AbstainBelow:
+		return "calibration profiles or abstention thresholds (--calibration, --abstain-below, --max-error)"
+	case prior(a) != prior(b):
+		return "PriDe priors (give every shard the same --prior FILE)"
+	case n(a) != n(b):
+		return "shard counts (--shard I/N)"
+	case a.Decode != "" && b.Decode != "" && a.Decode != b.Decode:
+		return "decode modes (--decode; packed is the default on a GPU)"
+	}
+	return ""
+}
+
+// KnockoutOptions is the run's knockout setting, the default spelled out.
+func (m *RunFile) KnockoutOptions() gojev.KnockoutOptions {
+	if m.Knockout == nil {
+		return gojev.KnockoutOptions{Grouping: knockout.Shuffle}
+	}
+	return *m.Knockout
+}
