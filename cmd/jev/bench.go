@@ -50,7 +50,7 @@ report and jev calibrate.
   jev bench -t 2 -i rows.jsonl --scorings raw,permute-2,permute-4,cyclic --results out/sweep -o out/sweep.json`
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs := newFlagSet("bench")
 	var mf modelFlags
 	mf.register(fs)
 	var in, out, contractName, pathsFlag string

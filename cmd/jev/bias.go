@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -32,7 +29,7 @@ type biasFlags struct {
 	priorOnly   bool
 }
 
-func (b *biasFlags) register(fs *flag.FlagSet) {
+func (b *biasFlags) register(fs *flagSet) {
 	stringFlag(fs, &b.debias, "debias", "", "bias `method`: pride (direct: PriDe, a letter prior estimated without labels from a 5% sample under all cyclic permutations, then one decode per row; Zheng et al., ICLR 2024) or contextual (binary: p_yes calibrated against content-free evidence; Zhao et al., ICML 2021). The raw scores stay in every record")
 	stringFlag(fs, &b.permute, "permute", "", "`cyclic` or N: decide every row under all k cyclic permutations of its options (cyclic), or N evenly spaced ones, and average each option's log-probability (k or N decodes a row, sharing their prefix); with --debias pride, N > 1 divides the prior out of each permutation before averaging")
 	stringFlag(fs, &b.priorFile, "prior", "", "PriDe's prior `file` (JSON): read it when it exists (no estimation), else estimate the prior and save it there, to reuse for this model and contract")
@@ -157,63 +154,10 @@ func spoolInput(r io.Reader) (*os.File, func(), error) {
 	return tmp, cleanup, nil
 }
 
-// priorSample picks PriDe's estimation rows from a rows file: for each option count k ≥ 2,
-// debias.SampleIndices among the valid rows with k options. It returns the rows with their
-// line numbers, in file order, and the number of valid rows with 2 or more options, and
-// rewinds f.
-func priorSample(f *os.File, fraction float64, minRows int) (rows []contract.Row, lines []int, total int, err error) {
-	byK := map[int][]int{}
-	if err := scanLines(f, func(line []byte, lineNo int) {
-		if row, err := contract.ParseRow(line); err == nil && len(row.Options) > 1 {
-			byK[len(row.Options)] = append(byK[len(row.Options)], lineNo)
-			total++
-		}
-	}); err != nil {
-		return nil, nil, 0, err
-	}
-	want := map[int]bool{}
-	for _, ls := range byK {
-		for _, i := range debias.SampleIndices(len(ls), fraction, minRows) {
-			want[ls[i]] = true
-		}
-	}
-	if err := scanLines(f, func(line []byte, lineNo int) {
-		if want[lineNo] {
-			row, _ := contract.ParseRow(line)
-			rows, lines = append(rows, row), append(lines, lineNo)
-		}
-	}); err != nil {
-		return nil, nil, 0, err
-	}
-	return rows, lines, total, nil
-}
-
-// scanLines calls fn for every line of f (trimmed, numbered from 1), then rewinds f.
-func scanLines(f *os.File, fn func(line []byte, lineNo int)) error {
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	br := bufio.NewReaderSize(f, 1<<20)
-	for lineNo := 1; ; lineNo++ {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			fn(bytes.TrimSpace(line), lineNo)
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("reading rows: %w", err)
-		}
-	}
-	_, err := f.Seek(0, io.SeekStart)
-	return err
-}
-
 // estimatePrior runs PriDe's estimation on the sample of f and returns the prior and the
 // sample rows' decisions by line number (each decided from its cyclic permutations).
 func estimatePrior(ctx context.Context, d *gojev.Decider, f *os.File, b *biasFlags, model debias.ModelID, stderr io.Writer, quiet bool) (*debias.Prior, map[int]gojev.Outcome, error) {
-	rows, lines, total, err := priorSample(f, b.sampleFrac, b.sampleMinRn)
+	rows, _, total, err := batch.PriorSample(f, b.sampleFrac, b.sampleMinRn)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -232,15 +176,11 @@ func estimatePrior(ctx context.Context, d *gojev.Decider, f *os.File, b *biasFla
 		}
 	}
 	start := time.Now()
-	prior, outs, err := d.EstimatePrior(ctx, rows)
+	prior, byLine, err := batch.EstimatePrior(ctx, d, f, b.sampleFrac, b.sampleMinRn)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--debias pride: estimating the prior: %w", err)
 	}
 	prior.Model = model
-	byLine := make(map[int]gojev.Outcome, len(outs))
-	for i, o := range outs {
-		byLine[lines[i]] = o
-	}
 	if !quiet {
 		fmt.Fprintf(stderr, "jev decide: PriDe: prior estimated in %.1fs: %s\n", time.Since(start).Seconds(), formatPrior(prior))
 	}
@@ -265,23 +205,4 @@ func formatPrior(p *debias.Prior) string {
 		parts = append(parts, b.String())
 	}
 	return strings.Join(parts, "; ")
-}
-
-// sampledDecider answers PriDe's sample rows with the decisions the estimation already made
-// and decides the others through d.
-type sampledDecider struct {
-	rowDecider
-	byLine map[int]gojev.Outcome
-}
-
-func (s sampledDecider) decide(ctx context.Context, row contract.Row, lineNo int) (any, *decided, error) {
-	if o, ok := s.byLine[lineNo]; ok && (o.Err != nil || o.Result != nil) {
-		// (A knockout row of the sample has neither: its passes' sub-rows served the
-		// estimate, and it is decided below with the prior.)
-		if o.Err != nil {
-			return nil, nil, o.Err
-		}
-		return o.Result, resultDecided(o.Result), nil
-	}
-	return s.rowDecider.decide(ctx, row, lineNo)
 }

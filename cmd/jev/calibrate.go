@@ -54,17 +54,16 @@ gets what jev decide --calibration PROFILE would have given it (and --abstain-be
   jev calibrate --apply profile.json out/held.jsonl -o out/held-calibrated.jsonl --max-error 0.1`
 
 func runCalibrate(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("calibrate", flag.ContinueOnError)
+	fs := newFlagSet("calibrate")
 	var out, jsonPath, budgets string
 	var evalFiles []string
 	var folds, limit int
 	var confidence float64
 	stringFlag(fs, &out, "o,output", "", "write the profile to `file` (JSON); without it, only the figures are printed")
-	fs.Func("eval", "score the maps on the labelled rows of a held-out results `file` (repeatable)", func(v string) error {
+	funcFlag(fs, "eval", "score the maps on the labelled rows of a held-out results `file` (repeatable)", func(v string) error {
 		evalFiles = append(evalFiles, v)
 		return nil
 	})
-	flagHelp[fs] = append(flagHelp[fs], []string{"eval"})
 	intFlag(fs, &folds, "folds", calibrate.DefaultFolds, "cross-validation `folds`")
 	intFlag(fs, &limit, "rows", 0, "fit on the first `N` labelled rows of each scoring only (0: all): figures against the number of fitting rows")
 	stringFlag(fs, &budgets, "budgets", "0.05,0.10", "error `rates` whose SGR abstention thresholds --eval reports")
@@ -385,11 +384,11 @@ type calibrationFlags struct {
 }
 
 // seen records which calibration flags the command line set.
-func (c *calibrationFlags) seen(fs *flag.FlagSet) {
+func (c *calibrationFlags) seen(fs *flagSet) {
 	fs.Visit(func(f *flag.Flag) { c.maxErrorSet = c.maxErrorSet || f.Name == "max-error" })
 }
 
-func (c *calibrationFlags) register(fs *flag.FlagSet) {
+func (c *calibrationFlags) register(fs *flagSet) {
 	stringFlag(fs, &c.profile, "calibration", "", "calibration profile `file` (jev calibrate): \"probability\" and a \"calibration\" object follow its map for this run's scoring; the raw fields and the choices stay. Its PriDe prior serves --debias pride when no --prior is given")
 	floatFlag(fs, &c.abstainBelow, "abstain-below", 0, "mark rows whose (calibrated) probability is below `P` \"abstained\": true (the choice is kept); the summary gives the coverage and the accuracy of the rows answered (not abstained)")
 	floatFlag(fs, &c.maxError, "max-error", 0, "with --calibration: abstain below the threshold that keeps the error rate of the rows answered (not abstained) at most `E` with --confidence (SGR on the profile's fitting rows; Geifman & El-Yaniv, NeurIPS 2017)")
@@ -488,13 +487,12 @@ func applyProfile(files []string, out string, cf *calibrationFlags, stderr io.Wr
 	defer f.Close()
 	var buf bytes.Buffer
 	n, abstained := 0, 0
-	err = eachLine(context.Background(), f, &buf, newLineEncoder().encode, func(line []byte, _ int) (any, error) {
+	err = eachLine(context.Background(), f, &buf, batch.JSONLines(), func(line []byte, _ int) (any, error) {
 		if len(line) == 0 {
 			return nil, nil
 		}
-		var rec lineResult
-		rec.Result = new(gojev.Result)
-		if err := json.Unmarshal(line, &rec); err != nil || rec.PromptVersion == "" {
+		rec, _, err := batch.Decode(line)
+		if err != nil || rec == nil {
 			return json.RawMessage(line), nil // an error record, as it was
 		}
 		gojev.Calibrate(rec.Result, prof, opts.AbstainBelow)
@@ -502,7 +500,7 @@ func applyProfile(files []string, out string, cf *calibrationFlags, stderr io.Wr
 		if rec.Abstained {
 			abstained++
 		}
-		return rec, nil
+		return *rec, nil
 	})
 	if err != nil {
 		return err

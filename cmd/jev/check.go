@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -22,7 +21,7 @@ llama.cpp found and which of them decides.
 Exits 1, saying why, when the model fails.`
 
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs := newFlagSet("check")
 	var mf modelFlags
 	mf.register(fs)
 	if err := parseFlags(fs, args, stderr, checkSynopsis); err != nil {

@@ -1,17 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -19,7 +14,6 @@ import (
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
-	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
 )
 
@@ -81,7 +75,7 @@ Calibrated probabilities and abstention (jev calibrate fits a profile from label
                       (the share of decisions answered, not abstained).`
 
 func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("decide", flag.ContinueOnError)
+	fs := newFlagSet("decide")
 	var mf modelFlags
 	mf.register(fs)
 	mf.registerDecoding(fs)
@@ -176,7 +170,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	var closeOut func() error
 	emptyOut := func() error { return nil }
 	var skip func(line []byte, lineNo int) (bool, error)
-	var done *resumeSet // what a resumed run's file holds
+	var done *batch.Resume // what a resumed run's file holds
 	// A resumed run reads the run file of the run it continues: a PriDe run reuses its prior,
 	// so every row of the output is debiased with the same prior, and a shard must be the one
 	// that wrote the file.
@@ -201,19 +195,23 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	case bf.priorOnly:
 		w, closeOut = io.Discard, func() error { return nil }
 	case resume:
-		if w, closeOut, done, err = openResumeOutput(out); err != nil {
-			return err
+		if out == "" || out == "-" {
+			return usageError{errors.New("--resume needs the results file of the run to continue: -o FILE")}
 		}
-		for _, l := range done.lines() {
+		if done, err = batch.OpenResume(out); err != nil {
+			return usageError{fmt.Errorf("--resume: %w", err)}
+		}
+		w, closeOut = done, done.Close
+		for _, l := range done.Lines() {
 			if !part.Has(l) {
 				_ = closeOut()
 				return usageError{fmt.Errorf("--resume %s: it holds a record of input line %d, which is shard %d/%d's, not this shard's (%s): is -o another shard's file?", out, l, batch.ShardOf(l, part.N), part.N, part)}
 			}
 		}
-		skip = done.skip
+		skip = done.Skip
 	default:
 		if w, closeOut, emptyOut, err = openOutput(out, stdout); err != nil {
-			return err
+			return usageError{err}
 		}
 	}
 	outClosed := false
@@ -240,7 +238,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err := emptyOut(); err != nil {
 		return err
 	}
-	var d rowDecider = deciderRows{dec}
+	var decided map[int]gojev.Outcome // PriDe's estimation sample, decided already
 
 	meta := &batch.RunFile{Jev: jevVersion(), LlamaCpp: llamaVersion(), Args: args, Input: in, PromptVersion: c.String(), Debias: method,
 		NThreads: mf.threads, Started: time.Now().UTC(), Backend: dec.Check().Backend, Decode: dec.Check().Decode}
@@ -292,12 +290,10 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		if prior == nil {
 			f := r.(*os.File)
-			var byLine map[int]gojev.Outcome
-			if prior, byLine, err = estimatePrior(ctx, dec, f, &bf, *meta.Model, stderr, quiet); err != nil {
+			if prior, decided, err = estimatePrior(ctx, dec, f, &bf, *meta.Model, stderr, quiet); err != nil {
 				return err
 			}
 			dec.SetPrior(prior)
-			d = sampledDecider{d, byLine}
 			if bf.priorFile != "" {
 				if err := prior.Save(bf.priorFile); err != nil {
 					return fmt.Errorf("--prior: saving the prior: %w", err)
@@ -319,7 +315,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 	}
 	if done != nil && !quiet {
-		done.report(stderr, out)
+		reportResume(stderr, out, done)
 	}
 	if metaPath != "" {
 		if err := meta.Save(metaPath); err != nil {
@@ -350,20 +346,22 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		fmt.Fprintf(stderr, "jev decide: deciding the rows of %s, %d at a time; each line prints once it and the rows before it are decided\n", src, window)
 	}
-	sum := summary{debiased: method != debias.None, part: part, abstaining: opts.AbstainBelow > 0 || opts.AbstainOnSuspect, detecting: opts.Detect}
+	sum := summary{part: part, abstaining: opts.AbstainBelow > 0 || opts.AbstainOnSuspect, detecting: opts.Detect}
 	if !quiet {
 		sum.warn = stderr
 	}
-	enc := recordEncoder(newLineEncoder().encode)
-	if text {
-		enc = textEncoder(isTerminal(w))
-	}
-	err = decideStream(ctx, d, r, w, enc, &sum, part, skip, func() {
+	cfg := batch.Config{Window: window, Shard: part, Skip: skip, Decided: decided, OnRecord: func(_ any, s *batch.Summary) {
 		if bar != nil {
 			_ = bar.Add(1)
 		}
-	}, window)
-	sum.elapsed = time.Since(start)
+		sum.Summary = *s
+		sum.checkSkew()
+	}}
+	if text {
+		cfg.Encode = textEncoder(isTerminal(w))
+	}
+	sum.Summary, err = batch.Run(ctx, dec, r, w, cfg)
+	sum.Elapsed = time.Since(start) // PriDe's estimation included
 	if bar != nil {
 		_ = bar.Finish()
 	}
@@ -377,9 +375,9 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if metaPath != "" {
 		meta.Finished = err == nil
 		meta.ElapsedS = time.Since(meta.Started).Seconds()
-		meta.Rows, meta.Decided, meta.Errors, meta.Skipped = sum.rows, sum.decided, sum.errors, sum.skipped
+		meta.Rows, meta.Decided, meta.Errors, meta.Skipped = sum.Rows, sum.Decided, sum.Errors, sum.Skipped
 		if meta.ElapsedS > 0 {
-			meta.DecisionsPerS = float64(sum.decided) / meta.ElapsedS
+			meta.DecisionsPerS = float64(sum.Decided) / meta.ElapsedS
 		}
 		if merr := meta.Save(metaPath); err == nil && merr != nil {
 			err = fmt.Errorf("writing the run file: %w", merr)
@@ -391,139 +389,26 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	return err
 }
 
-// decideStream reads rows line by line and writes one complete JSON line per input line of
-// the shard part (every line when part.All()), in input order, except the lines skip (when
-// not nil) reports as already done; an error of skip stops the run. Up to window rows
-// are decided at once (read ahead and handed to d concurrently, so the Decider can share their
-// prefixes); each result is written, with a single Write, as soon as every line before it is.
-// An interrupted run therefore leaves only whole lines, the rows in flight dropped.
-func decideStream(ctx context.Context, d rowDecider, r io.Reader, w io.Writer, encode recordEncoder, sum *summary, part batch.Shard, skip func(line []byte, lineNo int) (bool, error), tick func(), window int) error {
-	type slot struct {
-		lineNo  int
-		skipped bool
-		rec     any
-		res     *decided
-		done    chan struct{}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	slots := make(chan *slot, max(0, window-1))
-	var readErr error // set before slots is closed
-	go func() {
-		defer close(slots)
-		br := bufio.NewReaderSize(r, 1<<20)
-		for lineNo := 1; ; lineNo++ {
-			line, err := br.ReadBytes('\n')
-			if len(line) == 0 && err != nil {
-				if !errors.Is(err, io.EOF) {
-					readErr = fmt.Errorf("reading rows: %w", err)
-				}
-				return
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			if !part.Has(lineNo) {
-				if err != nil {
-					return
-				}
-				continue
-			}
-			line = bytes.TrimSpace(line)
-			s := &slot{lineNo: lineNo, done: make(chan struct{})}
-			done := false
-			if skip != nil {
-				var serr error
-				if done, serr = skip(line, lineNo); serr != nil {
-					readErr = fmt.Errorf("--resume: %w", serr)
-					return
-				}
-			}
-			if done {
-				s.skipped = true
-				close(s.done)
-			} else {
-				go func() {
-					defer close(s.done)
-					s.rec, s.res = decideLine(ctx, d, line, lineNo)
-				}()
-			}
-			select {
-			case slots <- s:
-			case <-ctx.Done():
-				<-s.done
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	drain := func() {
-		cancel()
-		for s := range slots {
-			<-s.done
-		}
-	}
-	for s := range slots {
-		<-s.done
-		if s.skipped {
-			sum.skipped++
-			tick()
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			// Interrupted mid-decision: the row is dropped, not half-written or counted.
-			drain()
-			return fmt.Errorf("stopped at line %d: %w", s.lineNo, err)
-		}
-		b, err := encode(s.rec)
-		if err != nil {
-			if b, err = encode(unencodable(s.rec, s.lineNo, err)); err != nil {
-				drain()
-				return err
-			}
-			s.res = nil
-		}
-		if _, err := w.Write(b); err != nil {
-			drain()
-			return fmt.Errorf("writing results: %w", err)
-		}
-		sum.add(s.res)
-		tick()
-	}
-	if readErr != nil {
-		return readErr
-	}
-	return ctx.Err()
-}
-
 // eachLine calls record for every input line (trimmed, with its 1-based number) and writes
 // what it returns as one JSON line, with a single Write (nothing when it returns nil); a
 // record that cannot be encoded (a NaN logit from a damaged model) becomes an error record.
 // It stops at the end of the input, at the first error of record or of writing, or when ctx
 // is done before a line starts.
 func eachLine(ctx context.Context, r io.Reader, w io.Writer, encode recordEncoder, record func(line []byte, lineNo int) (any, error)) error {
-	br := bufio.NewReaderSize(r, 1<<20)
-	for lineNo := 1; ; lineNo++ {
-		line, readErr := br.ReadBytes('\n')
-		if len(line) == 0 && readErr != nil {
-			if errors.Is(readErr, io.EOF) {
-				return nil
-			}
-			return fmt.Errorf("reading rows: %w", readErr)
-		}
+	sc := batch.NewScanner(r)
+	for sc.Scan() {
+		l := sc.Line()
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("stopped before line %d: %w", lineNo, err)
+			return fmt.Errorf("stopped before line %d: %w", l.N, err)
 		}
-		rec, err := record(bytes.TrimSpace(line), lineNo)
+		rec, err := record(bytes.TrimSpace(l.Bytes), l.N)
 		if err != nil {
 			return err
 		}
 		if rec != nil {
 			b, err := encode(rec)
 			if err != nil {
-				if b, err = encode(unencodable(rec, lineNo, err)); err != nil {
+				if b, err = encode(batch.UnencodableRecord(rec, l.N, err)); err != nil {
 					return err
 				}
 			}
@@ -531,81 +416,11 @@ func eachLine(ctx context.Context, r io.Reader, w io.Writer, encode recordEncode
 				return fmt.Errorf("writing results: %w", err)
 			}
 		}
-		if errors.Is(readErr, io.EOF) {
-			return nil
-		}
 	}
-}
-
-// lineResult is the output line of a decided row: the Result and the row's input line number
-// (from 1), which jev merge and --resume match records by.
-type lineResult struct {
-	*gojev.Result
-	Line int `json:"line"`
-}
-
-// errorRecord is the output line of a row that could not be decided.
-type errorRecord struct {
-	ID    json.RawMessage `json:"id"`
-	Line  int             `json:"line"`
-	Error string          `json:"error"`
-}
-
-// decideLine turns one input line into its output record: the decision, or an error record.
-func decideLine(ctx context.Context, d rowDecider, line []byte, lineNo int) (any, *decided) {
-	row, err := contract.ParseRow(line)
-	if err == nil {
-		var rec any
-		var res *decided
-		if rec, res, err = d.decide(ctx, row, lineNo); err == nil {
-			if r, ok := rec.(*gojev.Result); ok {
-				rec = lineResult{r, lineNo}
-			}
-			return rec, res
-		}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading rows: %w", err)
 	}
-	return errorRecord{ID: row.IDJSON(), Line: lineNo, Error: err.Error()}, nil
-}
-
-// decided is what the summary counts of one decision.
-type decided struct {
-	nPromptTokens int
-	correct       *bool
-	rawCorrect    *bool  // the raw choice's, when bias control changed the scores
-	letter        string // the chosen option's letter in the row's own order ("" for binary)
-	nOptions      int
-	abstained     bool
-	flagged       bool // the injection detector flagged the row
-}
-
-// resultDecided is what the summary counts of a Result.
-func resultDecided(res *gojev.Result) *decided {
-	d := &decided{nPromptTokens: res.Stats.PromptTokens, correct: res.Correct, letter: res.ChosenLetter, nOptions: len(res.Options), abstained: res.Abstained,
-		flagged: res.Suspect != nil && res.Suspect.Flagged}
-	if res.Debias != nil {
-		d.rawCorrect = res.Debias.RawCorrect
-	}
-	if res.Knockout != nil {
-		d.letter = "" // a pass's letter, not the row's
-	}
-	return d
-}
-
-// rowDecider decides one row (input line lineNo) into its output record; safe for concurrent
-// use.
-type rowDecider interface {
-	decide(ctx context.Context, row contract.Row, lineNo int) (any, *decided, error)
-}
-
-// deciderRows decides through a gojev.Decider (in-process or --runtime, either contract).
-type deciderRows struct{ d *gojev.Decider }
-
-func (s deciderRows) decide(ctx context.Context, row contract.Row, _ int) (any, *decided, error) {
-	res, err := s.d.Decide(ctx, row)
-	if err != nil {
-		return nil, nil, err
-	}
-	return res, resultDecided(res), nil
+	return nil
 }
 
 // Letter-skew warning: after skewMinRows decisions, if one letter holds skewShare of the
@@ -615,80 +430,30 @@ const (
 	skewShare   = 0.8
 )
 
-// summary accumulates what the run prints at the end.
+// summary is a run's batch.Summary with what jev prints beside it: the shard, whether the run
+// abstains or detects, and the letter-skew warning (once, to warn).
 type summary struct {
-	rows, errors, decided int
-	skipped               int         // rows a resumed run found already done
-	part                  batch.Shard // the shard decided (zero: the whole input)
-	labelled, correct     int
-	rawCorrect            int // labelled rows the raw choice got right (under bias control)
-	abstaining            bool
-	abstained             int // rows below the abstention threshold
-	detecting             bool
-	flagged               int // rows the injection detector flagged
-	keptLabelled, keptOK  int // labelled rows not abstained, and those right
-	debiased              bool
-	promptTokens          int
-	elapsed               time.Duration
-	letters               map[string]int // chosen letters of direct decisions with 2+ options
-	lettered              int
-	warn                  io.Writer // where the letter-skew warning goes (nil: nowhere)
-	cmd                   string    // the command the warning names (default "jev decide")
-	warned                bool
-}
-
-// add counts one output line: a decision, or an error record when d is nil.
-func (s *summary) add(d *decided) {
-	s.rows++
-	if d == nil {
-		s.errors++
-		return
-	}
-	s.decided++
-	s.promptTokens += d.nPromptTokens
-	if d.abstained {
-		s.abstained++
-	}
-	if d.flagged {
-		s.flagged++
-	}
-	if d.correct != nil {
-		s.labelled++
-		if *d.correct {
-			s.correct++
-		}
-		if !d.abstained {
-			s.keptLabelled++
-			if *d.correct {
-				s.keptOK++
-			}
-		}
-		if d.rawCorrect != nil && *d.rawCorrect {
-			s.rawCorrect++
-		}
-	}
-	if d.letter != "" && d.nOptions > 1 {
-		if s.letters == nil {
-			s.letters = map[string]int{}
-		}
-		s.letters[d.letter]++
-		s.lettered++
-		s.checkSkew()
-	}
+	batch.Summary
+	part       batch.Shard // the shard decided (zero: the whole input)
+	abstaining bool
+	detecting  bool
+	warn       io.Writer // where the letter-skew warning goes (nil: nowhere)
+	cmd        string    // the command the warning names (default "jev decide")
+	warned     bool
 }
 
 // checkSkew warns once when one answer letter takes skewShare of ≥ skewMinRows choices.
 func (s *summary) checkSkew() {
-	if s.warned || s.warn == nil || s.lettered < skewMinRows {
+	if s.warned || s.warn == nil || s.Lettered < skewMinRows {
 		return
 	}
-	letter, n := topLetter(s.letters)
-	if float64(n) < skewShare*float64(s.lettered) {
+	letter, n := s.TopLetter()
+	if float64(n) < skewShare*float64(s.Lettered) {
 		return
 	}
 	s.warned = true
 	remedy := "--debias pride (label-free position-bias control, about 1.25x the time) or --permute cyclic (k x the time)"
-	if s.debiased {
+	if s.Debiased {
 		remedy = "--permute cyclic, or a larger model"
 	} else {
 		remedy += ", or a larger model"
@@ -698,73 +463,41 @@ func (s *summary) checkSkew() {
 		cmd = "jev decide"
 	}
 	fmt.Fprintf(s.warn, "%s: warning: %d of the first %d choices (%.0f%%) are letter %s: the model is choosing a position, not an option. Try %s.\n",
-		cmd, n, s.lettered, 100*float64(n)/float64(s.lettered), letter, remedy)
-}
-
-// topLetter returns the most chosen letter (the earliest on a tie) and its count.
-func topLetter(letters map[string]int) (string, int) {
-	best, n := "", -1
-	for _, l := range contract.Letters {
-		if c := letters[string(l)]; c > n {
-			best, n = string(l), c
-		}
-	}
-	return best, n
+		cmd, n, s.Lettered, 100*float64(n)/float64(s.Lettered), letter, remedy)
 }
 
 func (s *summary) print(w io.Writer) {
-	secs := s.elapsed.Seconds()
+	secs := s.Elapsed.Seconds()
 	if !s.part.All() {
 		fmt.Fprintf(w, "shard %s: ", s.part)
 	}
-	fmt.Fprintf(w, "rows %d, decided %d, errors %d", s.rows, s.decided, s.errors)
-	if s.skipped > 0 {
-		fmt.Fprintf(w, ", skipped %d already in the output", s.skipped)
+	fmt.Fprintf(w, "rows %d, decided %d, errors %d", s.Rows, s.Decided, s.Errors)
+	if s.Skipped > 0 {
+		fmt.Fprintf(w, ", skipped %d already in the output", s.Skipped)
 	}
-	if s.labelled > 0 {
-		fmt.Fprintf(w, ", accuracy %.1f%% (%d/%d labelled)", 100*float64(s.correct)/float64(s.labelled), s.correct, s.labelled)
-		if s.debiased {
-			fmt.Fprintf(w, ", raw %.1f%%", 100*float64(s.rawCorrect)/float64(s.labelled))
+	if s.Labelled > 0 {
+		fmt.Fprintf(w, ", accuracy %.1f%% (%d/%d labelled)", 100*float64(s.Correct)/float64(s.Labelled), s.Correct, s.Labelled)
+		if s.Debiased {
+			fmt.Fprintf(w, ", raw %.1f%%", 100*float64(s.RawCorrect)/float64(s.Labelled))
 		}
 	}
 	if s.detecting {
-		fmt.Fprintf(w, ", flagged %d by the injection detector", s.flagged)
+		fmt.Fprintf(w, ", flagged %d by the injection detector", s.Flagged)
 	}
-	if s.abstaining && s.decided > 0 {
-		fmt.Fprintf(w, ", abstained %d, answered %d: coverage %.1f%%", s.abstained, s.decided-s.abstained, 100*float64(s.decided-s.abstained)/float64(s.decided))
-		if s.keptLabelled > 0 {
-			fmt.Fprintf(w, ", accuracy of the answered rows %.1f%% (%d/%d)", 100*float64(s.keptOK)/float64(s.keptLabelled), s.keptOK, s.keptLabelled)
+	if s.abstaining && s.Decided > 0 {
+		fmt.Fprintf(w, ", abstained %d, answered %d: coverage %.1f%%", s.Abstained, s.Decided-s.Abstained, 100*float64(s.Decided-s.Abstained)/float64(s.Decided))
+		if s.AnsweredLabelled > 0 {
+			fmt.Fprintf(w, ", accuracy of the answered rows %.1f%% (%d/%d)", 100*float64(s.AnsweredCorrect)/float64(s.AnsweredLabelled), s.AnsweredCorrect, s.AnsweredLabelled)
 		}
 	}
-	if s.lettered > 0 {
-		letter, n := topLetter(s.letters)
-		fmt.Fprintf(w, ", most chosen letter %s %.0f%%", letter, 100*float64(n)/float64(s.lettered))
+	if s.Lettered > 0 {
+		letter, n := s.TopLetter()
+		fmt.Fprintf(w, ", most chosen letter %s %.0f%%", letter, 100*float64(n)/float64(s.Lettered))
 	}
 	if secs > 0 {
-		fmt.Fprintf(w, ", %.2f decisions/s, %.0f prompt tokens/s, %.1fs", float64(s.decided)/secs, float64(s.promptTokens)/secs, secs)
+		fmt.Fprintf(w, ", %.2f decisions/s, %.0f prompt tokens/s, %.1fs", float64(s.Decided)/secs, float64(s.PromptTokens)/secs, secs)
 	}
 	fmt.Fprintln(w)
-}
-
-// lineEncoder writes one value as one JSON line without HTML escaping.
-type lineEncoder struct {
-	buf bytes.Buffer
-	enc *json.Encoder
-}
-
-func newLineEncoder() *lineEncoder {
-	e := &lineEncoder{}
-	e.enc = json.NewEncoder(&e.buf)
-	e.enc.SetEscapeHTML(false)
-	return e
-}
-
-func (e *lineEncoder) encode(v any) ([]byte, error) {
-	e.buf.Reset()
-	if err := e.enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return e.buf.Bytes(), nil
 }
 
 func openInput(path string, stdin io.Reader) (io.Reader, func(), error) {
@@ -778,62 +511,18 @@ func openInput(path string, stdin io.Reader) (io.Reader, func(), error) {
 	return f, func() { _ = f.Close() }, nil
 }
 
-// openOutput opens the results file (creating its folder, locked against a second writer); it
-// is synced to disk about once a second while written (see syncingWriter) and on closing.
-// empty truncates it: the caller calls it once the run can start, so that a run that fails to
-// start (a bad flag, a missing model or plugin) leaves an earlier results file as it was, and
-// leaves no file where there was none (closeOut removes a file it created if empty was never
-// called).
+// openOutput opens the -o file of a new run (batch.Create), or stdout for "" and "-". empty
+// truncates it, once the run can start (batch.Output.Start).
 func openOutput(path string, stdout io.Writer) (w io.Writer, closeOut, empty func() error, err error) {
 	if path == "" || path == "-" {
 		none := func() error { return nil }
 		return stdout, none, none, nil
 	}
-	_, statErr := os.Lstat(path)
-	created := errors.Is(statErr, fs.ErrNotExist)
-	f, err := openLocked(path)
+	o, err := batch.Create(path)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	started := false
-	empty = func() error {
-		started = true
-		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-			return f.Truncate(0)
-		}
-		return nil
-	}
-	closeOut = func() error {
-		err := closeSynced(f)
-		if created && !started {
-			return errors.Join(err, os.Remove(path))
-		}
-		return err
-	}
-	return &syncingWriter{f: f, interval: time.Second, last: time.Now()}, closeOut, empty, nil
-}
-
-// errOutputBusy: another process holds the results file (two runs, or two shards, on one -o).
-var errOutputBusy = errors.New("another process is writing this file (another jev decide on the same -o?)")
-
-// openLocked opens a results file for writing, creating it and its folder, and locks it when
-// it is a regular file (lockFile), so that no two runs write one file; it does not truncate it.
-func openLocked(path string) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, usageError{err}
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return f, nil // /dev/null, a pipe: nothing to protect
-	}
-	if err := lockFile(f); err != nil {
-		_ = f.Close()
-		return nil, usageError{fmt.Errorf("%s: %w", path, err)}
-	}
-	return f, nil
+	return o, o.Close, o.Start, nil
 }
 
 // countLines counts the lines of a regular file (newlines, plus a last line without one) and

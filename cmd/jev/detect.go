@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 
 	"github.com/gojev/gojev"
@@ -17,7 +16,7 @@ type detectFlags struct {
 	abstain   bool
 }
 
-func (f *detectFlags) register(fs *flag.FlagSet) {
+func (f *detectFlags) register(fs *flagSet) {
 	boolFlag(fs, &f.detect, "detect", "ask the model, for every row, whether its evidence tries to dictate the decision (one more yes/no prompt a row, injection-check-v1); the record gets \"suspect\" with its p_yes and \"flagged\"")
 	floatFlag(fs, &f.threshold, "detect-threshold", gojev.DefaultDetectThreshold, "with --detect: flag a row when the detector's p_yes is at least `P`")
 	boolFlag(fs, &f.abstain, "abstain-on-suspect", "with --detect: a flagged row abstains (\"abstained\": true; the choice is kept)")

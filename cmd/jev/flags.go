@@ -39,7 +39,7 @@ type modelFlags struct {
 	decode       string
 }
 
-func (f *modelFlags) register(fs *flag.FlagSet) {
+func (f *modelFlags) register(fs *flagSet) {
 	stringFlag(fs, &f.model, "m,model", "", "`path` of the GGUF model (default $JEV_MODEL, else the model `make model` fetched)")
 	intFlag(fs, &f.threads, "t,threads", runtime.NumCPU(), "n_threads: CPU `threads` for decoding")
 	intFlag(fs, &f.nGPULayers, "ngl,n-gpu-layers", -1, "n_gpu_layers: `layers` to offload to the GPU device a --plugin brings (-1 all, 0 none: the CPU decides)")
@@ -54,13 +54,13 @@ func (f *modelFlags) register(fs *flag.FlagSet) {
 	boolFlag(fs, &f.cpuFallback, "cpu-fallback", "decide on the CPU when a --plugin fails to load or finds no GPU (default: that is an error)")
 	boolFlag(fs, &f.noMmap, "no-mmap", "read the weights into memory instead of memory-mapping them")
 	boolFlag(fs, &f.verbose, "v,verbose", "log llama.cpp's own messages (model loading, backends) to stderr")
-	f.nCtx, f.nBatch = 4096, 512
+	f.nCtx, f.nBatch = backend.DefaultNCtx, backend.DefaultNBatch
 }
 
 // registerDecoding adds the flags that matter only when rows are decoded (jev decide).
-func (f *modelFlags) registerDecoding(fs *flag.FlagSet) {
-	intFlag(fs, &f.nCtx, "c,ctx-size", 4096, "n_ctx: the longest prompt in `tokens`; longer rows get an error record (llama.cpp rounds small values up to 256 and jev caps it at the model's training context)")
-	intFlag(fs, &f.nBatch, "b,batch-size", 512, "n_batch: most `tokens` per llama_decode call")
+func (f *modelFlags) registerDecoding(fs *flagSet) {
+	intFlag(fs, &f.nCtx, "c,ctx-size", backend.DefaultNCtx, "n_ctx: the longest prompt in `tokens`; longer rows get an error record (llama.cpp rounds small values up to 256 and jev caps it at the model's training context)")
+	intFlag(fs, &f.nBatch, "b,batch-size", backend.DefaultNBatch, "n_batch: most `tokens` per llama_decode call")
 	stringFlag(fs, &f.decode, "decode", "", "`mode`: one-sequence (one prompt per llama_decode: exact, the CPU default) or packed (up to 16 prompts per llama_decode sharing their prefix: faster on a GPU, the default when layers are offloaded; log-probabilities move by up to ~0.2); every record says which decided it")
 }
 
@@ -114,18 +114,9 @@ const defaultModelFile = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 func (f *modelFlags) options() (gojev.Options, error) {
 	opts := gojev.Options{NGPULayers: f.nGPULayers, NoGPU: f.nGPULayers == 0, NCtx: f.nCtx, NBatch: f.nBatch, NThreads: f.threads,
 		NoMmap: f.noMmap, Renderer: f.renderer, Plugins: f.pluginList(), CPUFallback: f.cpuFallback, Decode: f.decode}
-	switch f.decode {
-	case "", backend.DecodeOneSequence, backend.DecodePacked:
-	default:
-		return opts, usageError{fmt.Errorf("--decode %q: want %s or %s", f.decode, backend.DecodeOneSequence, backend.DecodePacked)}
-	}
-	for _, v := range []struct {
-		name string
-		n    int
-	}{{"-c/--ctx-size", f.nCtx}, {"-b/--batch-size", f.nBatch}, {"-t/--threads", f.threads}} {
-		if v.n <= 0 {
-			return opts, usageError{fmt.Errorf("%s must be positive, got %d", v.name, v.n)}
-		}
+	// The runtime's own check (backend.InProcessOptions.Check), before any model is loaded.
+	if err := (backend.InProcessOptions{NCtx: f.nCtx, NBatch: f.nBatch, NThreads: f.threads, Decode: f.decode}).Check(); err != nil {
+		return opts, usageError{fmt.Errorf("%w (flags -c/--ctx-size, -b/--batch-size, -t/--threads, --decode)", err)}
 	}
 	v, err := pyjson.Decode([]byte(f.kwargs))
 	var se *pyjson.SyntaxError
@@ -259,42 +250,62 @@ func reachable(ctx context.Context, b *backend.HTTP) error {
 	return nil
 }
 
-// flagHelp records each flag's names once, so the usage lists "-m, --model" on one line.
-var flagHelp = map[*flag.FlagSet][][]string{}
+// flagSet is a flag.FlagSet that remembers each flag's names in registration order, so the
+// usage lists "-m, --model" on one line and in the order the command declares them. Each
+// command makes its own (newFlagSet): nothing is shared between parses.
+type flagSet struct {
+	*flag.FlagSet
+	groups [][]string
+}
+
+func newFlagSet(name string) *flagSet {
+	return &flagSet{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError)}
+}
+
+// help lists a flag defined directly on the FlagSet (fs.Func, fs.Float64Var) in the usage.
+func (fs *flagSet) help(spec string) { fs.groups = append(fs.groups, names(spec)) }
 
 func names(spec string) []string { return strings.Split(spec, ",") }
 
-func stringFlag(fs *flag.FlagSet, p *string, spec, def, usage string) {
+func stringFlag(fs *flagSet, p *string, spec, def, usage string) {
 	for _, n := range names(spec) {
 		fs.StringVar(p, n, def, usage)
 	}
-	flagHelp[fs] = append(flagHelp[fs], names(spec))
+	fs.help(spec)
 }
 
-func intFlag(fs *flag.FlagSet, p *int, spec string, def int, usage string) {
+func intFlag(fs *flagSet, p *int, spec string, def int, usage string) {
 	for _, n := range names(spec) {
 		fs.IntVar(p, n, def, usage)
 	}
-	flagHelp[fs] = append(flagHelp[fs], names(spec))
+	fs.help(spec)
 }
 
-func floatFlag(fs *flag.FlagSet, p *float64, spec string, def float64, usage string) {
+func floatFlag(fs *flagSet, p *float64, spec string, def float64, usage string) {
 	for _, n := range names(spec) {
 		fs.Float64Var(p, n, def, usage)
 	}
-	flagHelp[fs] = append(flagHelp[fs], names(spec))
+	fs.help(spec)
 }
 
-func boolFlag(fs *flag.FlagSet, p *bool, spec, usage string) {
+func boolFlag(fs *flagSet, p *bool, spec, usage string) {
 	for _, n := range names(spec) {
 		fs.BoolVar(p, n, false, usage)
 	}
-	flagHelp[fs] = append(flagHelp[fs], names(spec))
+	fs.help(spec)
+}
+
+// funcFlag defines a flag whose value fn parses (flag.FlagSet.Func), listed in the usage.
+func funcFlag(fs *flagSet, spec, usage string, fn func(string) error) {
+	for _, n := range names(spec) {
+		fs.Func(n, usage, fn)
+	}
+	fs.help(spec)
 }
 
 // printFlags writes the flags in registration order: "  -m, --model path" and the usage.
-func printFlags(w io.Writer, fs *flag.FlagSet) {
-	for _, group := range flagHelp[fs] {
+func printFlags(w io.Writer, fs *flagSet) {
+	for _, group := range fs.groups {
 		f := fs.Lookup(group[0])
 		arg, usage := flag.UnquoteUsage(f)
 		var spelled []string
@@ -318,7 +329,7 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 
 // parseFlags parses args into fs and refuses positional arguments; -h prints the usage and
 // returns errHelp.
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, synopsis string) error {
+func parseFlags(fs *flagSet, args []string, stderr io.Writer, synopsis string) error {
 	if err := parseFlagsLoose(fs, args, stderr, synopsis); err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,9 +15,9 @@ type knockoutFlags struct {
 	seed     uint64
 }
 
-func (f *knockoutFlags) register(fs *flag.FlagSet) {
+func (f *knockoutFlags) register(fs *flagSet) {
 	stringFlag(fs, &f.grouping, "knockout-grouping", knockout.Shuffle, "how a row of 17 to 256 options is split into passes of at most 16 (a knockout): `grouping` shuffle (seeded by --knockout-seed and the row's option ids), file (the row's order) or length (balanced by description length)")
-	fs.Func("knockout-seed", "`seed` of --knockout-grouping shuffle (default 0)", func(v string) error {
+	funcFlag(fs, "knockout-seed", "`seed` of --knockout-grouping shuffle (default 0)", func(v string) error {
 		_, err := fmt.Sscanf(v, "%d", &f.seed)
 		return err
 	})

@@ -11,13 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gojev/gojev"
-	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/internal/testenv"
 	"github.com/gojev/gojev/llama"
 )
@@ -211,35 +210,6 @@ func TestDecidingDevice(t *testing.T) {
 	}
 }
 
-// cancelAfterFirstLine cancels the run as soon as the first output line is written, as a
-// Ctrl-C during the second row would.
-type cancelAfterFirstLine struct {
-	bytes.Buffer
-	cancel context.CancelFunc
-}
-
-func (w *cancelAfterFirstLine) Write(p []byte) (int, error) {
-	defer w.cancel()
-	return w.Buffer.Write(p)
-}
-
-func TestInterruptedRunLeavesWholeLines(t *testing.T) {
-	d, err := gojev.Open(context.Background(), testenv.SmallModel(t), gojev.Options{NThreads: 2})
-	require.NoError(t, err)
-	defer d.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	out := &cancelAfterFirstLine{cancel: cancel}
-	in := strings.Join([]string{row("a", 2), row("b", 2), row("c", 2)}, "\n")
-	var sum summary
-	err = decideStream(ctx, deciderRows{d}, strings.NewReader(in), out, newLineEncoder().encode, &sum, batch.Shard{}, nil, func() {}, 1)
-	require.ErrorIs(t, err, context.Canceled)
-	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-	require.Len(t, lines, 1, "only the finished row is written")
-	assert.True(t, json.Valid([]byte(lines[0])))
-	assert.Equal(t, 1, sum.rows, "the dropped row is not counted")
-	assert.Equal(t, 0, sum.errors)
-}
-
 func TestCountLines(t *testing.T) {
 	long := strings.Repeat("x", 3<<20) // longer than the read buffer
 	for _, tc := range []struct {
@@ -258,4 +228,26 @@ func TestCountLines(t *testing.T) {
 		assert.Zero(t, pos, "rewound")
 		require.NoError(t, f.Close())
 	}
+}
+
+// TestParallelRunsShareNoFlagState: jev's commands can run from many goroutines at once (a
+// program embedding them, or tests in parallel). The flags' help lived in a package-wide map
+// keyed by FlagSet, written by every parse without a lock: parallel parses raced (and the Go
+// runtime can abort on concurrent map writes), and it grew with every parse.
+func TestParallelRunsShareNoFlagState(t *testing.T) {
+	var wg sync.WaitGroup
+	outs := make([]string, 64)
+	for i := range outs {
+		wg.Go(func() {
+			cmd := []string{"decide", "report", "calibrate", "redteam"}[i%4]
+			_, _, stderr := jev(t, "", cmd, "-h")
+			outs[i] = stderr
+		})
+	}
+	wg.Wait()
+	for i, o := range outs {
+		assert.Equal(t, outs[i%4], o, "run %d printed the same help as run %d", i, i%4)
+		assert.Equal(t, 1, strings.Count(o, "Flags:\n"), "run %d", i)
+	}
+	assert.Contains(t, outs[3], "  --seed seed\n", "flags defined with Func are listed too")
 }

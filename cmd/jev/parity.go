@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -37,7 +36,7 @@ check fails (a prompt, token or choice difference, a log-prob drift beyond the b
 error); corpus differences are reported, not failed: some are llama.cpp's on purpose.`
 
 func runParity(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("parity", flag.ContinueOnError)
+	fs := newFlagSet("parity")
 	var mf modelFlags
 	mf.register(fs)
 	var in, corpus, python string
@@ -48,7 +47,7 @@ func runParity(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	stringFlag(fs, &python, "python", "python3", "a `python` with jinja2 for the corpus check (\"\" skips Python)")
 	boolFlag(fs, &asJSON, "json", "print one JSON object instead of the table")
 	fs.Float64Var(&bound, "max-logprob-diff", 1e-4, "the largest |Δ logprob| accepted")
-	flagHelp[fs] = append(flagHelp[fs], []string{"max-logprob-diff"})
+	fs.help("max-logprob-diff")
 	if err := parseFlags(fs, args, stderr, paritySynopsis); err != nil {
 		return err
 	}

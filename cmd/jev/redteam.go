@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -175,7 +174,7 @@ type redteamCost struct {
 }
 
 func runRedteam(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("redteam", flag.ContinueOnError)
+	fs := newFlagSet("redteam")
 	var mf modelFlags
 	mf.register(fs)
 	mf.registerDecoding(fs)
@@ -190,7 +189,7 @@ func runRedteam(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	stringFlag(fs, &settingsSpec, "settings", "pride,pride+permute-2,guarded+pride+detect", "decoded `settings`, comma-separated (tokens joined by +: direct|guarded|binary, pride|permute-N|cyclic, detect)")
 	stringFlag(fs, &familiesSpec, "families", "all", "attack `families`, comma-separated: letter, content, breakout, role, unicode")
 	intFlag(fs, &limit, "n,rows", 0, "attack only the first `n` labelled rows (0: all)")
-	fs.Func("seed", "`seed` of the targets and variants (default 1)", func(v string) error {
+	funcFlag(fs, "seed", "`seed` of the targets and variants (default 1)", func(v string) error {
 		var err error
 		seed, err = strconv.ParseUint(v, 10, 64)
 		return err
@@ -543,7 +542,7 @@ func decideSetting(ctx context.Context, mf *modelFlags, s redteamSetting, files 
 		}
 		fmt.Fprintf(stderr, "jev redteam: %s: deciding %s (%d rows) ...\n", s.name, in, len(rows))
 		var buf bytes.Buffer
-		enc := newLineEncoder()
+		encode := batch.JSONLines()
 		start := time.Now()
 		errs := 0
 		for lo := 0; lo < len(rows); lo += window {
@@ -553,14 +552,14 @@ func decideSetting(ctx context.Context, mf *modelFlags, s redteamSetting, files 
 				return err
 			}
 			for i, o := range outs {
-				var rec any = lineResult{o.Result, lines[lo+i]}
+				var rec any = batch.Record{Result: o.Result, Line: lines[lo+i]}
 				if o.Err != nil {
 					errs++
-					rec = errorRecord{ID: rows[lo+i].IDJSON(), Line: lines[lo+i], Error: o.Err.Error()}
+					rec = batch.ErrorRecord{ID: rows[lo+i].IDJSON(), Line: lines[lo+i], Error: o.Err.Error()}
 				}
-				b, err := enc.encode(rec)
+				b, err := encode(rec)
 				if err != nil {
-					b, _ = enc.encode(unencodable(rec, lines[lo+i], err))
+					b, _ = encode(batch.UnencodableRecord(rec, lines[lo+i], err))
 				}
 				buf.Write(b)
 			}
@@ -620,21 +619,19 @@ func redteamPrior(ctx context.Context, d *gojev.Decider, s redteamSetting, rowsD
 
 // resultsByLine reads a results file's decisions by their input line.
 func resultsByLine(path string) (map[int]*gojev.Result, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
+	entries, _, err := batch.ReadEntries(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	out := map[int]*gojev.Result{}
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		rec := lineResult{Result: new(gojev.Result)}
-		if err := json.Unmarshal(line, &rec); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if rec.PromptVersion != "" {
-			out[rec.Line] = rec.Result
+	for _, e := range entries {
+		if e.Record != nil {
+			out[e.Record.Line] = e.Record.Result
 		}
 	}
 	return out, nil

@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/contract"
 )
 
@@ -29,7 +29,7 @@ type renderRecord struct {
 }
 
 func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("render", flag.ContinueOnError)
+	fs := newFlagSet("render")
 	var mf modelFlags
 	mf.register(fs)
 	var in, format, contractName string
@@ -41,7 +41,7 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err := parseFlags(fs, args, stderr, renderSynopsis); err != nil {
 		return err
 	}
-	encode := recordEncoder(newLineEncoder().encode)
+	encode := recordEncoder(batch.JSONLines())
 	switch format {
 	case "jsonl":
 	case "text":
@@ -84,6 +84,6 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 					Renderer: d.Check().Renderer, TemplateDate: d.Check().TemplateDate, Prompt: p.Text}, nil
 			}
 		}
-		return errorRecord{ID: row.IDJSON(), Line: lineNo, Error: err.Error()}, nil
+		return batch.ErrorRecord{ID: row.IDJSON(), Line: lineNo, Error: err.Error()}, nil
 	})
 }

@@ -31,7 +31,7 @@ The table goes to stdout; --json writes the figures (- for stdout, instead of th
   jev report out/raw.jsonl out/pride.jsonl=PriDe --html out/report.html`
 
 func runReport(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs := newFlagSet("report")
 	var htmlPath, jsonPath string
 	stringFlag(fs, &htmlPath, "html", "", "write a self-contained HTML report with the plots to `file`")
 	stringFlag(fs, &jsonPath, "json", "", "write the figures as JSON to `file` (- for stdout)")
@@ -80,7 +80,7 @@ func writeFile(path string, write func(io.Writer) error) error {
 
 // parseInterleaved parses args into fs, flags and positional arguments in any order, and
 // returns the positional ones in order; -h prints the usage and returns errHelp.
-func parseInterleaved(fs *flag.FlagSet, args []string, stderr io.Writer, synopsis string) ([]string, error) {
+func parseInterleaved(fs *flagSet, args []string, stderr io.Writer, synopsis string) ([]string, error) {
 	var pos []string
 	for {
 		if err := parseFlagsLoose(fs, args, stderr, synopsis); err != nil {
@@ -96,7 +96,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string, stderr io.Writer, synopsi
 
 // parseFlagsLoose parses args into fs and leaves positional arguments to the caller; -h prints
 // the usage and returns errHelp.
-func parseFlagsLoose(fs *flag.FlagSet, args []string, stderr io.Writer, synopsis string) error {
+func parseFlagsLoose(fs *flagSet, args []string, stderr io.Writer, synopsis string) error {
 	// The flag package prints the usage on every parse error; print it only for -h, and
 	// answer a mistake with the mistake and a pointer to -h.
 	fs.SetOutput(io.Discard)

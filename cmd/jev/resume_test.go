@@ -20,96 +20,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/internal/testenv"
 )
-
-func TestOpenResume(t *testing.T) {
-	dec := `{"id":"a","chosen":"x"}` + "\n"
-	errRec := `{"id":"b","line":2,"error":"bad row: missing \"state\""}` + "\n"
-	noID := `{"id":null,"line":3,"error":"bad row: invalid JSON"}` + "\n"
-	num := `{"id":7,"chosen":"x"}` + "\n"
-	lined := `{"id":"d","chosen":"x","line":9}` + "\n"
-	for _, tc := range []struct {
-		name    string
-		content string
-		keep    string // the file after openResume
-		records int
-		byID    map[string]int // records without a line number (files of older jev versions)
-		byLine  map[int]string
-		wantErr string
-	}{
-		{"empty", "", "", 0, map[string]int{}, map[int]string{}, ""},
-		{"whole lines", dec + errRec + noID + num + lined, dec + errRec + noID + num + lined, 5,
-			map[string]int{"sa": 1, "n7": 1}, map[int]string{2: "sb", 3: "line 3", 9: "sd"}, ""},
-		{"cut last line", dec + errRec + `{"id":"c","prompt_ver`, dec + errRec, 2, map[string]int{"sa": 1}, map[int]string{2: "sb"}, ""},
-		{"cut inside the first line", `{"id":"a","cho`, "", 0, map[string]int{}, map[int]string{}, ""},
-		{"an id twice", dec + dec, dec + dec, 2, map[string]int{"sa": 2}, map[int]string{}, ""},
-		{"not a record", dec + "hello\n", "", 0, nil, nil, "line 2 is not a jev decide record"},
-		{"a record without an id", `{"chosen":"x"}` + "\n", "", 0, nil, nil, "line 1 is not a jev decide record"},
-		{"no id, no line", `{"id":null,"error":"x"}` + "\n", "", 0, nil, nil, "neither an id nor a line number"},
-		{"two records of one line", lined + lined, "", 0, nil, nil, "line 2 is a second record for input line 9"},
-		{"a torn write of NUL bytes", dec + "\x00\x00\x00", dec, 1, map[string]int{"sa": 1}, map[int]string{}, ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "out.jsonl")
-			require.NoError(t, os.WriteFile(path, []byte(tc.content), 0o644))
-			f, set, err := openResume(path)
-			if tc.wantErr != "" {
-				require.ErrorContains(t, err, tc.wantErr)
-				data, rerr := os.ReadFile(path)
-				require.NoError(t, rerr)
-				assert.Equal(t, tc.content, string(data), "a file that is refused is left as it was")
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tc.records, set.Records)
-			assert.Equal(t, len(tc.content)-len(tc.keep), set.Dropped)
-			assert.Equal(t, tc.byID, set.byID)
-			assert.Equal(t, tc.byLine, set.byLine)
-			_, err = f.WriteString(`{"id":"new"}` + "\n")
-			require.NoError(t, err)
-			require.NoError(t, f.Close())
-			data, err := os.ReadFile(path)
-			require.NoError(t, err)
-			assert.Equal(t, tc.keep+`{"id":"new"}`+"\n", string(data), "appended after the kept records")
-		})
-	}
-	t.Run("missing file", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "new.jsonl")
-		f, set, err := openResume(path)
-		require.NoError(t, err)
-		assert.Zero(t, set.Records)
-		require.NoError(t, f.Close())
-	})
-}
-
-func TestResumeSkipsTheRowsAlreadyDone(t *testing.T) {
-	set := &resumeSet{byID: map[string]int{"sa": 1, "sdup": 1, "n5": 1}, byLine: map[int]string{4: "line 4", 10: "sx", 11: "sy"}}
-	for _, tc := range []struct {
-		line   string
-		lineNo int
-		skip   bool
-	}{
-		{`{"id": "x"}`, 10, true}, // a record naming line 10 and its id
-		{`{"id": "a", "state": 1}`, 1, true},
-		{`{"id": "a", "state": 1}`, 2, false}, // the file held one "a": the second is new
-		{`{"id": "dup"}`, 3, true},
-		{`{"id": `, 4, true},  // no readable id: matched by line number
-		{`{"id": `, 6, false}, // another line without an id
-		{`{"id": 5}`, 7, true},
-		{`{"id": "5"}`, 8, false}, // the string "5" is not the number 5
-		{`{"id": "b"}`, 9, false},
-	} {
-		skip, err := set.skip([]byte(tc.line), tc.lineNo)
-		require.NoError(t, err)
-		assert.Equal(t, tc.skip, skip, "line %d %s", tc.lineNo, tc.line)
-	}
-	// The record of line 11 names id "y": an input whose line 11 is "z" is another input.
-	_, err := set.skip([]byte(`{"id": "z"}`), 11)
-	require.ErrorIs(t, err, errNotThisInput)
-	assert.ErrorContains(t, err, `its record for line 11 has id "y", the input's line 11 has "z"`)
-}
 
 // buildJev builds the jev command into a temporary folder.
 func buildJev(t *testing.T) string {
@@ -280,7 +194,7 @@ func TestKilledRunResumes(t *testing.T) {
 func TestUnencodableRecordBecomesAnErrorRecord(t *testing.T) {
 	var out bytes.Buffer
 	nan := math.NaN()
-	err := eachLine(context.Background(), strings.NewReader("a\nb\nc\n"), &out, newLineEncoder().encode, func(line []byte, lineNo int) (any, error) {
+	err := eachLine(context.Background(), strings.NewReader("a\nb\nc\n"), &out, batch.JSONLines(), func(line []byte, lineNo int) (any, error) {
 		dec := &gojev.Result{ID: json.RawMessage(strconv.Quote(string(line))), Chosen: "x"}
 		if lineNo == 2 {
 			dec.Options = []contract.OptionScore{{ID: "x", Logit: &nan, Logprob: nan, Probability: nan}}
@@ -290,7 +204,7 @@ func TestUnencodableRecordBecomesAnErrorRecord(t *testing.T) {
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	require.Len(t, lines, 3)
-	var rec errorRecord
+	var rec batch.ErrorRecord
 	require.NoError(t, json.Unmarshal([]byte(lines[1]), &rec))
 	assert.Equal(t, `"b"`, string(rec.ID))
 	assert.Equal(t, 2, rec.Line)

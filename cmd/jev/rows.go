@@ -1,12 +1,12 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
+	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/contract"
 )
 
@@ -26,17 +26,17 @@ func readRowLines(path string) ([]contract.Row, []int, error) {
 	defer f.Close()
 	var rows []contract.Row
 	var lines []int
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<26)
-	for n := 1; sc.Scan(); n++ {
-		if strings.TrimSpace(sc.Text()) == "" {
+	sc := batch.NewScanner(f)
+	for sc.Scan() {
+		l := sc.Line()
+		if len(bytes.TrimSpace(l.Bytes)) == 0 {
 			continue
 		}
-		row, err := contract.ParseRow(sc.Bytes())
+		row, err := contract.ParseRow(bytes.TrimSpace(l.Bytes))
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s line %d: %w", path, n, err)
+			return nil, nil, fmt.Errorf("%s line %d: %w", path, l.N, err)
 		}
-		rows, lines = append(rows, row), append(lines, n)
+		rows, lines = append(rows, row), append(lines, l.N)
 	}
 	return rows, lines, sc.Err()
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,9 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
-	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/internal/testenv"
 )
 
@@ -37,10 +33,10 @@ func TestDecideRefusesShardMistakes(t *testing.T) {
 	require.NoError(t, os.WriteFile(rerun+".run.json", []byte(`{"shard":"0/1"}`), 0o644))
 	// A results file another process is writing.
 	busy := filepath.Join(dir, "busy.jsonl")
-	held, err := openLocked(busy)
+	held, err := batch.OpenResume(busy) // locked, as a run writing it holds it
 	require.NoError(t, err)
 	defer held.Close()
-	_, err = held.WriteString("{\"id\":\"a\",\"line\":1}\n")
+	_, err = held.Write([]byte("{\"id\":\"a\",\"line\":1}\n"))
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		name string
@@ -162,7 +158,7 @@ func TestMergeReportsWhatDoesNotAddUp(t *testing.T) {
 		}, []string{"2 missing rows:", "input line 6 (id null)", "input line 10 (id \"r10\")", "1 cut part:", "part-1.jsonl ends with a cut line 2", "--resume",
 			"shard 1/4: 2 of its 3 rows are missing, and the run file of", "says its run did not finish (killed?): rerun it with jev decide --shard 1/4 --resume"}},
 		{"a part still being written", func(t *testing.T, dir string, parts []string) []string {
-			f, err := openLocked(parts[3])
+			f, err := batch.OpenResume(parts[3]) // locked, as a run writing it holds it
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = f.Close() })
 			return parts
@@ -351,59 +347,4 @@ func TestExampleManifestsParse(t *testing.T) {
 	for _, want := range []string{"#SBATCH --array=0-", "#SBATCH --requeue", "--shard auto --resume", "part-{shard}.jsonl", `--dependency="afterok:$jid"`, "merge -i"} {
 		assert.Contains(t, string(src), want)
 	}
-}
-
-// fakeRows decides every row by choosing its first option, without a model.
-type fakeRows struct{}
-
-func (fakeRows) decide(_ context.Context, row contract.Row, _ int) (any, *decided, error) {
-	res := &gojev.Result{ID: row.IDJSON(), PromptVersion: contract.PromptVersion, Chosen: row.Options[0].ID}
-	return res, resultDecided(res), nil
-}
-
-// decideStream writes the records of its shard's lines only, each naming its line, and stops
-// when resuming finds a record of another row.
-func TestDecideStreamDecidesItsShard(t *testing.T) {
-	var in strings.Builder
-	for i := 1; i <= 7; i++ {
-		if i == 5 {
-			in.WriteString("{\"id\": \n") // unreadable: still shard 1's line 5
-			continue
-		}
-		in.WriteString(row(fmt.Sprintf("r%d", i), 2) + "\n")
-	}
-	var out bytes.Buffer
-	sum := summary{part: batch.Shard{I: 1, N: 3}}
-	err := decideStream(context.Background(), fakeRows{}, strings.NewReader(in.String()), &out, newLineEncoder().encode, &sum, batch.Shard{I: 1, N: 3}, nil, func() {}, 4)
-	require.NoError(t, err)
-	assert.Equal(t, `{"id":"r2","prompt_version":"direct-options-v1","n_prompt_tokens":0,"chosen":"o0","probability":0,"backend":"","renderer":"","template_date":"","ms":0,"stats":{"prompt_tokens":0,"decoded_tokens":0,"queue_ms":0},"line":2}`+"\n"+
-		`{"id":null,"line":5,"error":"bad row: invalid JSON at byte 6: unexpected end of input, expecting a value: invalid JSON"}`+"\n", out.String())
-	assert.Equal(t, 2, sum.rows)
-	assert.Equal(t, 1, sum.errors)
-
-	set := &resumeSet{byLine: map[int]string{2: "sr2", 5: "sr9"}, byID: map[string]int{}}
-	out.Reset()
-	err = decideStream(context.Background(), fakeRows{}, strings.NewReader(in.String()), &out, newLineEncoder().encode, &summary{}, batch.Shard{I: 1, N: 3}, set.skip, func() {}, 4)
-	require.ErrorIs(t, err, errNotThisInput)
-	assert.Empty(t, out.String(), "line 2 was done; line 5's record names another row: nothing written")
-}
-
-// Two runs cannot write one results file, but /dev/null takes any number of writers.
-func TestOpenLockedLocksOnlyRegularFiles(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "out.jsonl")
-	f, err := openLocked(path)
-	require.NoError(t, err)
-	_, err = openLocked(path)
-	require.ErrorIs(t, err, errOutputBusy)
-	require.NoError(t, f.Close())
-	g, err := openLocked(path)
-	require.NoError(t, err, "free again once the first writer closed it")
-	require.NoError(t, g.Close())
-
-	a, err := openLocked(os.DevNull)
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := openLocked(os.DevNull)
-	require.NoError(t, err, "a second -o /dev/null")
-	require.NoError(t, b.Close())
 }

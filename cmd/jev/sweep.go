@@ -120,7 +120,7 @@ func runSweep(ctx context.Context, sf sweepFlags, mf *modelFlags, in string, row
 	}
 
 	var files []*os.File
-	var encs []*lineEncoder
+	var encs []func(any) ([]byte, error)
 	if sf.results != "" {
 		if err := os.MkdirAll(sf.results, 0o755); err != nil {
 			return err
@@ -131,20 +131,20 @@ func runSweep(ctx context.Context, sf sweepFlags, mf *modelFlags, in string, row
 				return err
 			}
 			defer f.Close()
-			files, encs = append(files, f), append(encs, newLineEncoder())
+			files, encs = append(files, f), append(encs, batch.JSONLines())
 		}
 	}
 	record := func(s, r int, o gojev.Outcome) error {
 		if files == nil {
 			return nil
 		}
-		var rec any = lineResult{o.Result, lines[r]}
+		var rec any = batch.Record{Result: o.Result, Line: lines[r]}
 		if o.Err != nil {
-			rec = errorRecord{ID: rows[r].IDJSON(), Line: lines[r], Error: o.Err.Error()}
+			rec = batch.ErrorRecord{ID: rows[r].IDJSON(), Line: lines[r], Error: o.Err.Error()}
 		}
-		b, err := encs[s].encode(rec)
+		b, err := encs[s](rec)
 		if err != nil {
-			b, _ = encs[s].encode(unencodable(rec, lines[r], err))
+			b, _ = encs[s](batch.UnencodableRecord(rec, lines[r], err))
 		}
 		_, err = files[s].Write(b)
 		return err

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/batch"
 )
 
 // recordEncoder turns one output record into one complete line.
@@ -29,7 +30,7 @@ func textEncoder(color bool) recordEncoder {
 	}
 	return func(rec any) ([]byte, error) {
 		var b strings.Builder
-		if lr, ok := rec.(lineResult); ok {
+		if lr, ok := rec.(batch.Record); ok {
 			rec = lr.Result
 		}
 		switch r := rec.(type) {
@@ -66,13 +67,13 @@ func textEncoder(color bool) recordEncoder {
 			if r.Debias != nil && r.Debias.RawChosen != r.Chosen {
 				fmt.Fprintf(&b, "  (%s; raw: %s)", r.Debias.Method, r.Debias.RawChosen)
 			}
-		case errorRecord:
+		case batch.ErrorRecord:
 			fmt.Fprintf(&b, "%-12s error (line %d): %s", idText(r.ID), r.Line, r.Error)
 		case renderRecord:
 			id, _ := r.ID.(json.RawMessage)
 			fmt.Fprintf(&b, "### %s  %s  %d tokens  sha256 %s\n%s\n", idText(id), r.PromptVersion, r.NPromptTokens, r.PromptSHA256, r.Prompt)
 		default:
-			return newLineEncoder().encode(rec)
+			return batch.JSONLines()(rec)
 		}
 		b.WriteByte('\n')
 		return []byte(b.String()), nil

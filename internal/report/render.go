@@ -45,7 +45,7 @@ func Build(runs []*Run) *Report {
 		rr := RunReport{Name: r.Name, Variant: r.Variant, Path: r.Path, Metrics: Compute(r)}
 		if m := r.Meta; m != nil {
 			rr.Contract, rr.Args, rr.Jev, rr.LlamaCpp, rr.NThreads = m.PromptVersion, m.Args, m.Jev, m.LlamaCpp, m.NThreads
-			rr.Method = m.Debias
+			rr.Method = string(m.Debias)
 			if r.Variant == "raw" {
 				rr.Method = ""
 			}

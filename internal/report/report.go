@@ -6,12 +6,8 @@
 package report
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -19,83 +15,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/debias"
 )
-
-// Record is the part of one jev decide output line a report reads: a decision (either
-// contract, with or without bias control) or an error record.
-type Record struct {
-	ID            json.RawMessage `json:"id"`
-	Line          int             `json:"line"`
-	Error         string          `json:"error"`
-	PromptVersion string          `json:"prompt_version"`
-	Chosen        string          `json:"chosen"`
-	ChosenLetter  string          `json:"chosen_letter"`
-	Probability   *float64        `json:"probability"`
-	Label         string          `json:"label"`
-	MS            float64         `json:"ms"`
-	Options       []struct {
-		ID          string  `json:"id"`
-		Letter      string  `json:"letter"`
-		Logprob     float64 `json:"logprob"`
-		Probability float64 `json:"probability"`
-	} `json:"options"`
-	Candidates []struct {
-		ID   string  `json:"id"`
-		PYes float64 `json:"p_yes"`
-	} `json:"candidates"`
-	Debias *struct {
-		Method        string            `json:"method"`
-		RawChosen     string            `json:"raw_chosen"`
-		Scores        []float64         `json:"scores"`
-		Probabilities []float64         `json:"probabilities"`
-		PriorSample   bool              `json:"prior_sample"`
-		Permutations  []json.RawMessage `json:"permutations"`
-	} `json:"debias"`
-	Calibration *struct {
-		Scoring                 string    `json:"scoring"`
-		UncalibratedProbability float64   `json:"uncalibrated_probability"`
-		Probabilities           []float64 `json:"probabilities"`
-	} `json:"calibration"`
-	Abstained bool `json:"abstained"`
-	// Knockout is a row of more than 16 options decided in passes: its distribution over
-	// every option is what it is scored by.
-	Knockout *struct {
-		Scoring      string `json:"scoring"`
-		Distribution []struct {
-			ID          string  `json:"id"`
-			Probability float64 `json:"probability"`
-		} `json:"distribution"`
-	} `json:"knockout"`
-}
-
-// Meta is what a run file (<results>.run.json, written by jev decide) tells about the run.
-type Meta struct {
-	Jev           string   `json:"jev"`
-	LlamaCpp      string   `json:"llama_cpp"`
-	Args          []string `json:"args"`
-	Input         string   `json:"input"`
-	Backend       string   `json:"backend"`
-	PromptVersion string   `json:"prompt_version"`
-	Debias        string   `json:"debias"`
-	NThreads      int      `json:"n_threads"`
-	Model         *struct {
-		File   string `json:"file"`
-		Name   string `json:"name"`
-		SHA256 string `json:"sha256"`
-	} `json:"model"`
-	Prior *struct {
-		Priors map[string]struct {
-			Letters string    `json:"letters"`
-			Prior   []float64 `json:"prior"`
-		} `json:"priors"`
-	} `json:"prior"`
-	Finished      bool    `json:"finished"`
-	ElapsedS      float64 `json:"elapsed_s"`
-	Decided       int     `json:"decided"`
-	DecisionsPerS float64 `json:"decisions_per_s"`
-}
 
 // Decision is one decided row as a run scores it.
 type Decision struct {
@@ -125,7 +48,7 @@ type Run struct {
 	Path    string
 	// PromptVersion is the contract of the file's first decision.
 	PromptVersion string
-	Meta          *Meta
+	Meta          *batch.RunFile
 	Rows          int
 	Errors        int
 	Decisions     []Decision
@@ -151,55 +74,46 @@ func Load(path, name string) ([]*Run, error) {
 	uncal := &Run{Name: name + " (uncalibrated)", Variant: "uncalibrated", Path: path}
 	raw := &Run{Name: name + " (raw)", Variant: "raw", Path: path}
 	all := []*Run{main, uncal, raw}
-	if m, err := loadMeta(path + ".run.json"); err == nil {
+	if m, err := batch.ReadRunFile(batch.RunFilePath(path)); err == nil {
 		for _, r := range all {
 			r.Meta = m
 		}
 	}
+	entries, _, err := batch.ReadEntries(f)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s %w", ErrNotResults, path, err)
+	}
 	debiased, calibrated := 0, 0
-	br := bufio.NewReaderSize(f, 1<<20)
-	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			var r Record
-			if jerr := json.Unmarshal(line, &r); jerr != nil || (r.Error == "" && r.PromptVersion == "") {
-				return nil, fmt.Errorf("%w: %s line %d", ErrNotResults, path, n)
-			}
+	for _, e := range entries {
+		for _, run := range all {
+			run.Rows++
+		}
+		if e.Error != nil {
 			for _, run := range all {
-				run.Rows++
+				run.Errors++
 			}
-			if r.Error != "" {
-				for _, run := range all {
-					run.Errors++
-				}
-			} else {
-				key := string(r.ID) + "#" + fmt.Sprint(r.Line)
-				if main.PromptVersion == "" {
-					for _, run := range all {
-						run.PromptVersion = r.PromptVersion
-					}
-				}
-				d := decision(r, key, r.Chosen, false)
-				main.Decisions = append(main.Decisions, d)
-				if r.Calibration != nil {
-					calibrated++
-					u := d
-					u.Probability = r.Calibration.UncalibratedProbability
-					u.Probs = d.Sample.Probabilities()
-					u.Abstained = false
-					uncal.Decisions = append(uncal.Decisions, u)
-				}
-				if r.Debias != nil {
-					debiased++
-					raw.Decisions = append(raw.Decisions, decision(r, key, r.Debias.RawChosen, true))
-				}
+			continue
+		}
+		r := e.Record
+		key := string(r.ID) + "#" + fmt.Sprint(r.Line)
+		if main.PromptVersion == "" {
+			for _, run := range all {
+				run.PromptVersion = r.PromptVersion
 			}
 		}
-		if errors.Is(err, io.EOF) {
-			break
+		d := decision(r, key, r.Chosen, false)
+		main.Decisions = append(main.Decisions, d)
+		if r.Calibration != nil {
+			calibrated++
+			u := d
+			u.Probability = r.Calibration.UncalibratedProbability
+			u.Probs = d.Sample.Probabilities()
+			u.Abstained = false
+			uncal.Decisions = append(uncal.Decisions, u)
 		}
-		if err != nil {
-			return nil, err
+		if r.Debias != nil {
+			debiased++
+			raw.Decisions = append(raw.Decisions, decision(r, key, r.Debias.RawChosen, true))
 		}
 	}
 	runs := []*Run{main}
@@ -219,21 +133,9 @@ func Load(path, name string) ([]*Run, error) {
 	return runs, nil
 }
 
-func loadMeta(path string) (*Meta, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var m Meta
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	return &m, nil
-}
-
 // decision reads one record's decision with chosen as its choice: the record's own (raw
 // false: debiased and calibrated, as the record says), or its raw one (raw true).
-func decision(r Record, key, chosen string, raw bool) Decision {
+func decision(r *batch.Record, key, chosen string, raw bool) Decision {
 	d := Decision{Key: key, Chosen: chosen, Label: r.Label, MS: r.MS, Sample: calibrate.Sample{Label: -1}}
 	binary := r.Candidates != nil
 	d.Sample.Binary = binary
@@ -255,7 +157,7 @@ func decision(r Record, key, chosen string, raw bool) Decision {
 			d.Sample.Scores = append(d.Sample.Scores, math.Log(o.Probability))
 		}
 		d.Probs = d.Sample.Probabilities()
-		d.Probability = *r.Probability
+		d.Probability = r.Probability
 		if r.Calibration != nil {
 			d.Probs = r.Calibration.Probabilities
 			d.Abstained = r.Abstained
@@ -303,15 +205,15 @@ func decision(r Record, key, chosen string, raw bool) Decision {
 		d.Probs = r.Calibration.Probabilities
 		d.Abstained = r.Abstained
 	}
-	if r.Probability != nil && !raw {
-		d.Probability = *r.Probability
+	if !raw {
+		d.Probability = r.Probability
 	}
 	return d
 }
 
 // optionProbability is the raw probability of option id: its probability among the listed
 // options (direct) or its p_yes (binary).
-func optionProbability(r Record, id string) float64 {
+func optionProbability(r *batch.Record, id string) float64 {
 	for _, o := range r.Options {
 		if o.ID == id {
 			return o.Probability

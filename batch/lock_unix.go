@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package batch
 
 import (
 	"errors"
@@ -9,12 +9,12 @@ import (
 )
 
 // lockFile takes an exclusive advisory lock (flock(2)) on f, held until f is closed, without
-// waiting: a file another process holds gives errOutputBusy. Linux's NFS client maps flock to
+// waiting: a file another process holds gives ErrBusy. Linux's NFS client maps flock to
 // POSIX byte-range locks, so the lock also holds across the nodes of a cluster sharing it.
 func lockFile(f *os.File) error {
 	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	if errors.Is(err, syscall.EWOULDBLOCK) {
-		return errOutputBusy
+		return ErrBusy
 	}
 	if unsupported(err) {
 		return nil // a file system without locks (Lustre mounted without flock): go on unlocked

@@ -1,0 +1,88 @@
+package batch
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/debias"
+)
+
+// PriorSample picks PriDe's estimation sample from a rows file, without looking at labels:
+// for each option count k ≥ 2, debias.SampleIndices among the valid rows with k options
+// (fraction of them, at least minRows, evenly spaced; debias.DefaultSampleFraction and
+// DefaultMinSampleRows are PriDe's). It returns the rows with their line numbers, in file
+// order, and the number of valid rows with two or more options, and rewinds r.
+func PriorSample(r io.ReadSeeker, fraction float64, minRows int) (rows []contract.Row, lines []int, total int, err error) {
+	byK := map[int][]int{}
+	if err := scanRows(r, func(line []byte, lineNo int) {
+		if row, err := contract.ParseRow(line); err == nil && len(row.Options) > 1 {
+			byK[len(row.Options)] = append(byK[len(row.Options)], lineNo)
+			total++
+		}
+	}); err != nil {
+		return nil, nil, 0, err
+	}
+	want := map[int]bool{}
+	for _, ls := range byK {
+		for _, i := range debias.SampleIndices(len(ls), fraction, minRows) {
+			want[ls[i]] = true
+		}
+	}
+	if err := scanRows(r, func(line []byte, lineNo int) {
+		if want[lineNo] {
+			row, _ := contract.ParseRow(line)
+			rows, lines = append(rows, row), append(lines, lineNo)
+		}
+	}); err != nil {
+		return nil, nil, 0, err
+	}
+	return rows, lines, total, nil
+}
+
+// EstimatePrior estimates PriDe's letter prior on the PriorSample of a rows file (d must serve
+// the direct or guarded contract; gojev.Decider.EstimatePrior) and returns it with the sample
+// rows' decisions by input line, for Config.Decided (each decided by the average of its cyclic
+// permutations, as the paper decides its sample). It does not set the prior on d, and leaves
+// Prior.Model for the caller to fill. ErrNoSample when no row has two or more options.
+func EstimatePrior(ctx context.Context, d *gojev.Decider, r io.ReadSeeker, fraction float64, minRows int) (*debias.Prior, map[int]gojev.Outcome, error) {
+	rows, lines, _, err := PriorSample(r, fraction, minRows)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(rows) == 0 {
+		return nil, nil, ErrNoSample
+	}
+	prior, outs, err := d.EstimatePrior(ctx, rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	byLine := make(map[int]gojev.Outcome, len(outs))
+	for i, o := range outs {
+		byLine[lines[i]] = o
+	}
+	return prior, byLine, nil
+}
+
+// ErrNoSample: a rows file has no row with two or more options to estimate a prior from.
+var ErrNoSample = fmt.Errorf("batch: no row with two or more options to estimate the prior from")
+
+// scanRows calls fn for every line of r (trimmed, numbered from 1), from its start, then
+// rewinds r.
+func scanRows(r io.ReadSeeker, fn func(line []byte, lineNo int)) error {
+	if _, err := r.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	sc := NewScanner(r)
+	for sc.Scan() {
+		fn(bytes.TrimSpace(sc.Line().Bytes), sc.Line().N)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading rows: %w", err)
+	}
+	_, err := r.Seek(0, io.SeekStart)
+	return err
+}

@@ -1,0 +1,298 @@
+package batch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/contract"
+)
+
+// DefaultWindow is Config.Window's default: rows decided at once.
+const DefaultWindow = 32
+
+// Config configures Run.
+type Config struct {
+	// Window is how many rows are decided at once (read ahead and handed to the Decider
+	// together, so it can share their prefixes); 0 means DefaultWindow. Results stay in input
+	// order whatever it is.
+	Window int
+	// Shard is the part of the input to decide (the zero Shard: all of it).
+	Shard Shard
+	// Skip, when set, reports the input lines already done (Resume.Skip); such a line gets no
+	// record and counts as Summary.Skipped. An error of Skip stops the run.
+	Skip func(line []byte, lineNo int) (bool, error)
+	// Decided holds rows decided beforehand, by input line (PriDe's estimation sample:
+	// EstimatePriorFromFile): their records are these outcomes. An Outcome with neither a
+	// Result nor an error is decided as usual.
+	Decided map[int]gojev.Outcome
+	// Encode turns one record (a Record or an ErrorRecord) into one whole line; nil writes
+	// JSON lines (JSONLines).
+	Encode func(rec any) ([]byte, error)
+	// OnRecord, when set, is called from Run's goroutine after each input line of the shard
+	// is written or skipped, in input order, with the record (nil for a skipped line) and the
+	// summary so far: for progress bars and early warnings.
+	OnRecord func(rec any, sum *Summary)
+}
+
+// Summary is what a run's records add up to: the figures jev decide prints at its end.
+type Summary struct {
+	// Rows is the input lines of the shard written (decisions and error records); Skipped
+	// those a resumed run found done.
+	Rows, Decided, Errors, Skipped int
+	// Labelled decisions, and those right; RawCorrect those whose raw choice (under bias
+	// control: Debiased) was right.
+	Labelled, Correct, RawCorrect int
+	Debiased                      bool
+	// Abstained decisions; AnsweredLabelled and AnsweredCorrect the labelled ones not
+	// abstained, and those right. Flagged: rows the injection detector flagged.
+	Abstained, AnsweredLabelled, AnsweredCorrect, Flagged int
+	// PromptTokens is what a no-reuse run decodes for the decisions (every prompt counted).
+	PromptTokens int
+	// Letters counts the chosen letters of lettered decisions with two or more options
+	// (knockout rows aside: their letter is a pass's); Lettered is their sum.
+	Letters  map[string]int
+	Lettered int
+	// Elapsed is Run's wall time.
+	Elapsed time.Duration
+}
+
+// Add counts one decision.
+func (s *Summary) Add(res *gojev.Result) {
+	s.Rows++
+	s.Decided++
+	s.PromptTokens += res.Stats.PromptTokens
+	if res.Abstained {
+		s.Abstained++
+	}
+	if res.Suspect != nil && res.Suspect.Flagged {
+		s.Flagged++
+	}
+	if res.Debias != nil {
+		s.Debiased = true
+	}
+	if res.Correct != nil {
+		s.Labelled++
+		if *res.Correct {
+			s.Correct++
+		}
+		if !res.Abstained {
+			s.AnsweredLabelled++
+			if *res.Correct {
+				s.AnsweredCorrect++
+			}
+		}
+		if res.Debias != nil && res.Debias.RawCorrect != nil && *res.Debias.RawCorrect {
+			s.RawCorrect++
+		}
+	}
+	if res.ChosenLetter != "" && len(res.Options) > 1 && res.Knockout == nil {
+		if s.Letters == nil {
+			s.Letters = map[string]int{}
+		}
+		s.Letters[res.ChosenLetter]++
+		s.Lettered++
+	}
+}
+
+// AddError counts one error record.
+func (s *Summary) AddError() {
+	s.Rows++
+	s.Errors++
+}
+
+// TopLetter returns the most chosen letter (the earliest on a tie) and its count.
+func (s *Summary) TopLetter() (string, int) {
+	best, n := "", -1
+	for _, l := range contract.Letters {
+		if c := s.Letters[string(l)]; c > n {
+			best, n = string(l), c
+		}
+	}
+	return best, n
+}
+
+// JSONLines returns an encoder of records as JSON lines, HTML characters unescaped, one
+// line and its newline per record (not safe for concurrent use).
+func JSONLines() func(rec any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	return func(rec any) ([]byte, error) {
+		buf.Reset()
+		if err := enc.Encode(rec); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
+	}
+}
+
+// decideFunc decides one row (at input line lineNo) into its Result; safe for concurrent use.
+type decideFunc func(ctx context.Context, row contract.Row, lineNo int) (*gojev.Result, error)
+
+// Run decides the rows of in (JSONL, one row a line: contract.ParseRow) through d and writes
+// one record a line to out, in input order: a Record for a decision, an ErrorRecord for a line
+// that cannot be decided (a bad row, a prompt too long), and the run goes on. Only the lines
+// of cfg.Shard are decided, except those cfg.Skip reports done. Up to cfg.Window rows are
+// decided at once; each record is written with a single Write as soon as every line before it
+// is, so an interrupted run (a cancelled ctx, a kill) leaves only whole lines, the rows in
+// flight dropped: continue it with Resume. The error is a read or write error, an error of
+// cfg.Skip, or ctx's (wrapped, naming the line it stopped at).
+func Run(ctx context.Context, d *gojev.Decider, in io.Reader, out io.Writer, cfg Config) (Summary, error) {
+	decide := func(ctx context.Context, row contract.Row, _ int) (*gojev.Result, error) { return d.Decide(ctx, row) }
+	return run(ctx, decide, in, out, cfg)
+}
+
+func run(ctx context.Context, decide decideFunc, in io.Reader, out io.Writer, cfg Config) (Summary, error) {
+	start := time.Now()
+	var sum Summary
+	window := cfg.Window
+	if window <= 0 {
+		window = DefaultWindow
+	}
+	encode := cfg.Encode
+	if encode == nil {
+		encode = JSONLines()
+	}
+	type slot struct {
+		lineNo  int
+		skipped bool
+		rec     any
+		done    chan struct{}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	slots := make(chan *slot, max(0, window-1))
+	var readErr error // set before slots is closed
+	go func() {
+		defer close(slots)
+		sc := NewScanner(in)
+		for sc.Scan() {
+			l := sc.Line()
+			if ctx.Err() != nil {
+				return
+			}
+			if !cfg.Shard.Has(l.N) {
+				continue
+			}
+			line := bytes.TrimSpace(l.Bytes)
+			s := &slot{lineNo: l.N, done: make(chan struct{})}
+			skip := false
+			if cfg.Skip != nil {
+				var err error
+				if skip, err = cfg.Skip(line, l.N); err != nil {
+					readErr = fmt.Errorf("resuming: %w", err)
+					return
+				}
+			}
+			if skip {
+				s.skipped = true
+				close(s.done)
+			} else {
+				go func() {
+					defer close(s.done)
+					s.rec = decideLine(ctx, decide, cfg.Decided, line, l.N)
+				}()
+			}
+			select {
+			case slots <- s:
+			case <-ctx.Done():
+				<-s.done
+				return
+			}
+		}
+		if err := sc.Err(); err != nil {
+			readErr = fmt.Errorf("reading rows: %w", err)
+		}
+	}()
+	drain := func() {
+		cancel()
+		for s := range slots {
+			<-s.done
+		}
+	}
+	finish := func(err error) (Summary, error) {
+		sum.Elapsed = time.Since(start)
+		return sum, err
+	}
+	for s := range slots {
+		<-s.done
+		if s.skipped {
+			sum.Skipped++
+			if cfg.OnRecord != nil {
+				cfg.OnRecord(nil, &sum)
+			}
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			// Interrupted mid-decision: the row is dropped, not half-written or counted.
+			drain()
+			return finish(fmt.Errorf("stopped at line %d: %w", s.lineNo, err))
+		}
+		rec := s.rec
+		b, err := encode(rec)
+		if err != nil {
+			rec = UnencodableRecord(rec, s.lineNo, err)
+			if b, err = encode(rec); err != nil {
+				drain()
+				return finish(err)
+			}
+		}
+		if _, err := out.Write(b); err != nil {
+			drain()
+			return finish(fmt.Errorf("writing results: %w", err))
+		}
+		if r, ok := rec.(Record); ok {
+			sum.Add(r.Result)
+		} else {
+			sum.AddError()
+		}
+		if cfg.OnRecord != nil {
+			cfg.OnRecord(rec, &sum)
+		}
+	}
+	if readErr != nil {
+		return finish(readErr)
+	}
+	return finish(ctx.Err())
+}
+
+// decideLine turns one input line into its record: the decision (decided now, or beforehand
+// in decided), or an error record.
+func decideLine(ctx context.Context, decide decideFunc, decided map[int]gojev.Outcome, line []byte, lineNo int) any {
+	row, err := contract.ParseRow(line)
+	if err == nil {
+		var res *gojev.Result
+		if o, ok := decided[lineNo]; ok && (o.Result != nil || o.Err != nil) {
+			res, err = o.Result, o.Err
+		} else {
+			res, err = decide(ctx, row, lineNo)
+		}
+		if err == nil {
+			return Record{Result: res, Line: lineNo}
+		}
+	}
+	return ErrorRecord{ID: row.IDJSON(), Line: lineNo, Error: err.Error()}
+}
+
+// UnencodableRecord is the error record that replaces a record JSON cannot encode (NaN logits
+// from a damaged model that still loads), keeping its id.
+func UnencodableRecord(rec any, lineNo int, err error) ErrorRecord {
+	var id json.RawMessage
+	switch r := rec.(type) {
+	case Record:
+		id = r.ID
+	case *gojev.Result:
+		id = r.ID
+	case ErrorRecord:
+		id = r.ID
+	}
+	if !json.Valid(id) {
+		id = json.RawMessage("null")
+	}
+	return ErrorRecord{ID: id, Line: lineNo, Error: fmt.Sprintf("cannot write the result: %v", err)}
+}
