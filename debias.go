@@ -81,7 +81,7 @@ type request struct {
 func (d *Decider) begin(ctx context.Context, row contract.Row, method debias.Method, permute int) (*request, error) {
 	d.preparingAdd(1)
 	defer d.preparingAdd(-1)
-	if err := row.Validate(); err != nil {
+	if err := validate(row); err != nil {
 		return nil, err
 	}
 	if len(row.Options) > contract.MaxOptions && d.opts.Contract.lettered() {
@@ -401,7 +401,7 @@ func (d *Decider) EstimatePrior(ctx context.Context, rows []contract.Row) (*debi
 		if err := ctx.Err(); err != nil {
 			return nil, out, fmt.Errorf("gojev: %w", err)
 		}
-		if err := row.Validate(); err != nil {
+		if err := validate(row); err != nil {
 			out[i].Err = err
 			continue
 		}

@@ -66,9 +66,14 @@ type Decider struct {
 // runtime's (render.ErrTemplate, backend.ErrHTTP, ...). The caller keeps rt and closes it after
 // the Decider; Open's Decider owns its runtime.
 func New(ctx context.Context, rt backend.Backend, opts Options) (*Decider, error) {
-	if err := opts.check(); err != nil {
+	if err := checkOptions(opts); err != nil {
 		return nil, err
 	}
+	return newDecider(ctx, rt, opts)
+}
+
+// newDecider is New for options already checked.
+func newDecider(ctx context.Context, rt backend.Backend, opts Options) (*Decider, error) {
 	d := &Decider{opts: opts, rt: rt}
 	if err := d.startupChecks(ctx); err != nil {
 		return nil, err

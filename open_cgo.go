@@ -15,7 +15,7 @@ import (
 // backend.ErrOptions, llama.ErrBackendLoad, backend.ErrNoDevice, llama.ErrLoad, backend.ErrNoTemplate,
 // render.ErrTemplate, llama.ErrContext, or the contract's start-up errors (see New).
 func Open(ctx context.Context, path string, opts Options) (*Decider, error) {
-	if err := opts.check(); err != nil {
+	if err := checkOptions(opts); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -25,7 +25,7 @@ func Open(ctx context.Context, path string, opts Options) (*Decider, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := New(ctx, rt, opts)
+	d, err := newDecider(ctx, rt, opts) // opts checked above
 	if err != nil {
 		_ = rt.Close()
 		return nil, err

@@ -207,3 +207,10 @@ func (o Options) Scoring(k int) string {
 	}
 	return calibrate.ScoringOf(o.Contract == Binary, o.Debias, shifts, k, false)
 }
+
+// validate and checkOptions are Row.Validate and Options.check, as variables so that a test
+// can count how often a decision validates its row and Open its options (once each).
+var (
+	validate     = contract.Row.Validate
+	checkOptions = Options.check
+)

@@ -84,9 +84,15 @@ func (d *Decider) startupChecks(ctx context.Context) error {
 // contract.VerifyBinaryBoundary). Errors wrap contract.ErrRow, backend.ErrSpecialText,
 // contract.ErrBoundary, render errors, runtime errors.
 func (d *Decider) Render(ctx context.Context, row Row) ([]Prompt, error) {
-	if err := row.Validate(); err != nil {
+	if err := validate(row); err != nil {
 		return nil, err
 	}
+	return d.render(ctx, row)
+}
+
+// render is Render for a row already validated (a decision's row, its permutations and
+// knockout passes: begin validates the row once).
+func (d *Decider) render(ctx context.Context, row Row) ([]Prompt, error) {
 	tok := backend.Tokenizer(ctx, d.rt)
 	var out []Prompt
 	switch d.opts.Contract {
@@ -194,7 +200,7 @@ func (d *Decider) newJobOf(ctx context.Context, row contract.Row, detect bool) (
 			ps = []Prompt{p}
 		}
 	} else {
-		ps, err = d.Render(ctx, row)
+		ps, err = d.render(ctx, row)
 	}
 	d.stats.prepareNS.Add(int64(time.Since(t0)))
 	d.cpu.Unlock()

@@ -44,7 +44,7 @@ func (b *InProcess) Options() InProcessOptions { return b.opts }
 // (InProcessOptions). Errors wrap ErrOptions, llama.ErrLoad, ErrNoTemplate,
 // render.ErrTemplate or llama.ErrContext.
 func OpenInProcess(path string, opts InProcessOptions) (*InProcess, error) {
-	if _, err := opts.resolve(0); err != nil {
+	if err := opts.Check(); err != nil {
 		return nil, err
 	}
 	if err := loadPlugins(opts); err != nil {

@@ -100,27 +100,39 @@ func (o InProcessOptions) nGPULayers() int {
 	return o.NGPULayers
 }
 
-// resolve fills defaults given the model's training context (0 = unknown). Errors wrap
-// ErrOptions.
-func (o InProcessOptions) resolve(nCtxTrain int) (InProcessOptions, error) {
-	if o.NCtx < 0 || o.NBatch < 0 || o.NThreads < 0 {
-		return o, fmt.Errorf("%w: negative n_ctx/n_batch/n_threads", ErrOptions)
+// Check validates the options without a model: n_ctx, n_batch and n_threads not negative (0 is
+// the default), a known decode mode and renderer, PackSeqs in 0..255. It is the one check of
+// these settings (jev's flags call it too). Errors wrap ErrOptions and name the setting.
+func (o InProcessOptions) Check() error {
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"n_ctx", o.NCtx}, {"n_batch", o.NBatch}, {"n_threads", o.NThreads}} {
+		if v.n < 0 {
+			return fmt.Errorf("%w: %s %d is negative (0 means the default)", ErrOptions, v.name, v.n)
+		}
 	}
 	switch o.Decode {
 	case "", DecodeOneSequence, DecodePacked:
 	default:
-		return o, fmt.Errorf("%w: unknown decode mode %q (want %q or %q)", ErrOptions, o.Decode, DecodeOneSequence, DecodePacked)
+		return fmt.Errorf("%w: unknown decode mode %q (want %s or %s)", ErrOptions, o.Decode, DecodeOneSequence, DecodePacked)
 	}
 	if o.PackSeqs < 0 || o.PackSeqs > 255 {
-		return o, fmt.Errorf("%w: PackSeqs %d (1..255)", ErrOptions, o.PackSeqs)
-	}
-	if o.PackSeqs == 0 {
-		o.PackSeqs = DefaultPackSeqs
+		return fmt.Errorf("%w: PackSeqs %d (1..255)", ErrOptions, o.PackSeqs)
 	}
 	switch o.Renderer {
 	case "", RendererGo, RendererLlama:
 	default:
-		return o, fmt.Errorf("%w: unknown renderer %q (want %q or %q)", ErrOptions, o.Renderer, RendererGo, RendererLlama)
+		return fmt.Errorf("%w: unknown renderer %q (want %s or %s)", ErrOptions, o.Renderer, RendererGo, RendererLlama)
+	}
+	return nil
+}
+
+// resolve fills the defaults of options that passed Check, given the model's training
+// context (0 = unknown). Errors wrap ErrOptions.
+func (o InProcessOptions) resolve(nCtxTrain int) (InProcessOptions, error) {
+	if o.PackSeqs == 0 {
+		o.PackSeqs = DefaultPackSeqs
 	}
 	if o.NCtx == 0 {
 		o.NCtx = DefaultNCtx

@@ -1,7 +1,6 @@
 package contract
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -139,25 +138,8 @@ func BinarySpellings(tok Tokenizer, slots BinarySlots) (texts []string, ids []in
 // by that spelling's token, so the scored logit belongs to the token the model would emit.
 // It returns the prompt's tokens. Errors: ErrEmptyPrompt, ErrBoundary (names the spelling).
 func VerifyBinaryBoundary(tok Tokenizer, prompt string, slots BinarySlots) ([]int32, error) {
-	base, err := tok.Tokenize(prompt)
-	if err != nil {
-		return nil, fmt.Errorf("contract: tokenizing the prompt: %w", err)
-	}
-	if len(base) == 0 {
-		return nil, ErrEmptyPrompt
-	}
 	texts, ids := BinarySpellings(tok, slots)
-	for i, spelling := range texts {
-		combined, err := tok.Tokenize(prompt + spelling)
-		if err != nil {
-			return nil, fmt.Errorf("contract: tokenizing the prompt with %q appended: %w", spelling, err)
-		}
-		if len(combined) != len(base)+1 || !slices.Equal(combined[:len(base)], base) || combined[len(base)] != ids[i] {
-			return nil, fmt.Errorf("%w for spelling %q: the prompt does not end in a position where %q stays one token",
-				ErrBoundary, spelling, spelling)
-		}
-	}
-	return base, nil
+	return verifyBoundary(tok, prompt, texts, ids, "spelling")
 }
 
 // PYes is softmax([logsumexp(yes), logsumexp(no)])[0] for yes/no values that are logits or

@@ -3,6 +3,7 @@ package contract
 import (
 	"fmt"
 	"slices"
+	"strconv"
 )
 
 // Tokenizer is what the start-up checks need from a model: tokenize with add_special=false
@@ -89,6 +90,17 @@ func ResolveBinarySlots(tok Tokenizer) (BinarySlots, error) {
 // belong to a different token. It returns the prompt's tokens, so the caller need not
 // tokenize again. Errors: ErrEmptyPrompt (no tokens), ErrBoundary (names the letter).
 func VerifyBoundary(tok Tokenizer, prompt string, slots Slots) ([]int32, error) {
+	texts := make([]string, len(Letters))
+	for i, letter := range Letters {
+		texts[i] = string(letter)
+	}
+	return verifyBoundary(tok, prompt, texts, slots[:], "slot")
+}
+
+// verifyBoundary is the boundary check of both contracts: for every answer text, tokenize(prompt
+// + text) must equal tokenize(prompt) followed by that text's token ids[i]. what names the
+// answers in the error ("slot", "spelling"). It returns the prompt's tokens.
+func verifyBoundary(tok Tokenizer, prompt string, texts []string, ids []int32, what string) ([]int32, error) {
 	base, err := tok.Tokenize(prompt)
 	if err != nil {
 		return nil, fmt.Errorf("contract: tokenizing the prompt: %w", err)
@@ -96,14 +108,18 @@ func VerifyBoundary(tok Tokenizer, prompt string, slots Slots) ([]int32, error) 
 	if len(base) == 0 {
 		return nil, ErrEmptyPrompt
 	}
-	for i, letter := range Letters {
-		combined, err := tok.Tokenize(prompt + string(letter))
+	for i, text := range texts {
+		combined, err := tok.Tokenize(prompt + text)
 		if err != nil {
-			return nil, fmt.Errorf("contract: tokenizing the prompt with %q appended: %w", letter, err)
+			return nil, fmt.Errorf("contract: tokenizing the prompt with %q appended: %w", text, err)
 		}
-		if len(combined) != len(base)+1 || !slices.Equal(combined[:len(base)], base) || combined[len(base)] != slots[i] {
-			return nil, fmt.Errorf("%w for slot %q: the prompt does not end in a position where %q stays one token",
-				ErrBoundary, letter, letter)
+		if len(combined) != len(base)+1 || !slices.Equal(combined[:len(base)], base) || combined[len(base)] != ids[i] {
+			name := strconv.Quote(text)
+			if what == "slot" {
+				name = strconv.QuoteRune([]rune(text)[0]) // a letter: 'A'
+			}
+			return nil, fmt.Errorf("%w for %s %s: the prompt does not end in a position where %s stays one token",
+				ErrBoundary, what, name, name)
 		}
 	}
 	return base, nil
