@@ -13,7 +13,8 @@
 # this CPU; LLAMA_CPP_DIR uses an existing checkout; JOBS sets build parallelism.
 # GOJEV_SRC_DIR is where fetch.sh puts llama.cpp (default third_party/llama.cpp); GOJEV_NO_LINK=1
 # leaves third_party/native and the source tree alone (also when third_party is not writable);
-# GOJEV_NO_BUILD=1 only prints the entry when it is built (exit status 3 when it is not).
+# GOJEV_NO_BUILD=1 only prints the entry when it is built (exit status 3 when it is not);
+# GOJEV_PRINT_BUILD_TREE=1 only prints the build tree this clone would use.
 #
 # The script runs from a read-only folder too (a module in the Go module cache, where files lose
 # their exec bit): it needs no exec bit and writes only to the cache. The cache key is computed
@@ -58,10 +59,17 @@ if [ "${GOJEV_NO_BUILD:-0}" = 1 ]; then
   exit 0
 fi
 
-# The build tree is kept (keyed by the flags only), so a later `server` build, or a change to
-# csrc/, compiles only what changed.
-bkey=$(printf '%s\n' "$commit" "${flags[@]}" | grep -v LLAMA_CPP_DIR | sha256sum | cut -c1-16)
+# The build tree is kept (keyed by the flags and this clone's path), so a later `server` build,
+# or a change to csrc/, compiles only what changed. CMake ties a build tree to the source folder
+# it was configured from: keyed by the flags alone, a second clone's `make server` failed ("does
+# not match the source ... used to generate cache"), so each clone has its own build tree, and
+# the built libraries and binaries ($out) are shared.
+bkey=$(printf '%s\n' "$commit" "${flags[@]}" "$root" | grep -v LLAMA_CPP_DIR | sha256sum | cut -c1-16)
 build="$cache/build/$bkey"
+if [ "${GOJEV_PRINT_BUILD_TREE:-0}" = 1 ]; then
+  echo "$build"
+  exit 0
+fi
 jobs="${JOBS:-$(nproc 2>/dev/null || sysctl -n hw.ncpu)}"
 configure() {
   command -v cmake >/dev/null || { say "cmake is not on PATH: install cmake (3.14 or later) and a C/C++ compiler"; exit 1; }

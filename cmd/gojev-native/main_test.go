@@ -214,3 +214,43 @@ func TestPinnedCommitAndLastLine(t *testing.T) {
 	assert.Equal(t, "/c/native/k", lastLine("noise\n/c/native/k\n\n"))
 	assert.Equal(t, "", lastLine(""))
 }
+
+// TestEachCloneHasItsOwnBuildTree: two clones share the built libraries (one cache entry) but
+// not the CMake build tree, which CMake ties to the source folder it was configured from: with
+// one tree for both, the second clone's make server failed ("does not match the source ...
+// used to generate cache"). The same clone finds its own tree again.
+func TestEachCloneHasItsOwnBuildTree(t *testing.T) {
+	repo, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	clone := func() string {
+		dir := t.TempDir()
+		for _, rel := range []string{"CMakeLists.txt", "third_party/build-native.sh", "third_party/llama.cpp.pin"} {
+			b, err := os.ReadFile(filepath.Join(repo, rel))
+			require.NoError(t, err)
+			require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, rel), b, 0o644))
+		}
+		for _, sub := range []string{"csrc", "third_party/patches"} {
+			entries, err := os.ReadDir(filepath.Join(repo, sub))
+			require.NoError(t, err)
+			require.NoError(t, os.MkdirAll(filepath.Join(dir, sub), 0o755))
+			for _, e := range entries {
+				b, err := os.ReadFile(filepath.Join(repo, sub, e.Name()))
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(filepath.Join(dir, sub, e.Name()), b, 0o644))
+			}
+		}
+		return dir
+	}
+	tree := func(root string) string {
+		cmd := exec.Command("bash", filepath.Join(root, "third_party", "build-native.sh"))
+		cmd.Env = append(os.Environ(), "GOJEV_PRINT_BUILD_TREE=1", "GOJEV_CACHE="+filepath.Join(t.TempDir(), "cache"), "LLAMA_CPP_DIR=")
+		out, err := cmd.Output()
+		require.NoError(t, err)
+		return strings.TrimSpace(string(out))
+	}
+	a, b := clone(), clone()
+	ta, tb := tree(a), tree(b)
+	assert.NotEqual(t, filepath.Base(ta), filepath.Base(tb), "two clones, two build trees")
+	assert.Equal(t, filepath.Base(ta), filepath.Base(tree(a)), "a clone finds its own tree again")
+}
