@@ -9,6 +9,7 @@
 #   make test       the whole test suite: the small test model for most tests, the default model
 #                   for decision quality, parity with llama-server (built by make server)
 #   make soak       10,000 decisions in one process: RSS growth after warm-up (a CI step)
+#   make fuzz       every Go fuzz target for FUZZTIME each (default 2m; .ci/run: 15s)
 #   make plugin GPU=vulkan|cuda|metal
 #                   fetch the prebuilt GPU backend plugin (sha256-verified) into the cache and
 #                   print its path: jev --plugin PATH or GOJEV_PLUGINS=PATH loads it
@@ -34,7 +35,7 @@ ROWS ?= examples/tickets.jsonl
 THREADS ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu)
 JEV := bin/jev
 
-.PHONY: all native server model model-small plugin build demo eval parity bench test soak vet clean help
+.PHONY: all native server model model-small plugin build demo eval parity bench test soak fuzz vet clean help
 
 all: build
 
@@ -85,6 +86,10 @@ test: native server model model-small
 
 soak: native model-small
 	JEV_SOAK_DECISIONS=$${JEV_SOAK_DECISIONS:-10000} JEV_SMALL_MODEL="$$(./scripts/fetch-model.sh small)" $(GO) test $(TAGS) -count=1 -timeout 40m -run '^TestSoak$$' -v .
+
+FUZZTIME ?= 2m
+fuzz: native model-small
+	JEV_SMALL_MODEL="$$(./scripts/fetch-model.sh small)" ./scripts/fuzz.sh $(FUZZTIME)
 
 vet: native
 	$(GO) vet $(TAGS) ./...
