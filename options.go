@@ -15,8 +15,8 @@ import (
 	"github.com/gojev/gojev/llama"
 )
 
-// Row is one decision: evidence (State), a criterion (Question) and 1..16 options (package
-// contract documents the fields). State may be any value encoding/json can marshal; it is
+// Row is one decision: evidence (State), a criterion (Question) and 1..256 options (package
+// contract documents the fields; more than 16 are decided in passes, KnockoutOptions). State may be any value encoding/json can marshal; it is
 // embedded in the prompt as Python's json.dumps would write it, with struct fields in
 // declaration order and the key order of rows read by contract.ParseRow.
 type Row = contract.Row

@@ -169,7 +169,134 @@ func TestExternalModule(t *testing.T) {
 	step("run the program on %s", filepath.Base(model))
 	t.Logf("program printed: %s", strings.TrimSpace(out))
 	checkDecision(t, out, program)
+
+	// Files of jev and of a Go program through package batch are one kind of file: the program
+	// resumes a shard jev left half done and writes another shard itself; jev merge joins them
+	// with jev's own shard, and jev --resume finds the program's shard complete.
+	jev := filepath.Join(tmp, "jev")
+	goBuild := exec.Command("go", "build", "-o", jev, "./cmd/jev")
+	goBuild.Dir = root
+	b, err := goBuild.CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	require.NoError(t, os.MkdirAll(filepath.Join(judge, "shards"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(judge, "shards", "main.go"), []byte(shardProgram), 0o644))
+	sh(`eval "$(go run ` + modulePath + `/cmd/gojev-native install)"` + "\ngo build -o shards-prog ./shards")
+	step("go build the batch program")
+	rows := filepath.Join(root, "examples", "tickets.jsonl")
+	parts := filepath.Join(tmp, "parts")
+	jevRun := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(jev, args...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		_, err := cmd.Output()
+		require.NoError(t, err, "jev %s: %s", strings.Join(args, " "), stderr.String())
+		return stderr.String()
+	}
+	for i := range 2 {
+		jevRun("decide", "-m", model, "-t", "2", "-q", "--shard", fmt.Sprintf("%d/3", i), "-i", rows, "-o", filepath.Join(parts, fmt.Sprintf("part-%d.jsonl", i)))
+	}
+	// Shard 1 as a kill leaves it: its first record only, the run file saying it did not finish.
+	p1 := filepath.Join(parts, "part-1.jsonl")
+	b, err = os.ReadFile(p1)
+	require.NoError(t, err)
+	first, _, _ := strings.Cut(string(b), "\n")
+	require.NoError(t, os.WriteFile(p1, []byte(first+"\n"), 0o644))
+	out = sh(`./shards-prog "$@"`, model, rows, parts)
+	step("the program resumes shard 1 and decides shard 2")
+	t.Logf("batch program printed: %s", strings.TrimSpace(out))
+	assert.Contains(t, out, "resumed part-1.jsonl: kept 1, skipped 1, decided 3")
+	assert.Contains(t, out, "wrote part-2.jsonl: decided 4")
+	merged := filepath.Join(tmp, "merged.jsonl")
+	msg := jevRun("merge", "-i", rows, filepath.Join(parts, "part-*.jsonl"), "-o", merged)
+	assert.Contains(t, msg, "12 records from 3 parts, every input line once")
+	msg = jevRun("decide", "-m", model, "-t", "2", "--shard", "2/3", "--resume", "-i", rows, "-o", filepath.Join(parts, "part-2.jsonl"))
+	assert.Contains(t, msg, "skipped 4 already in the output")
+	step("jev merge and jev --resume on the program's files")
 }
+
+// shardProgram is a Go program that uses package batch as jev decide does: it resumes
+// <parts>/part-1.jsonl (shard 1 of 3) and writes <parts>/part-2.jsonl (shard 2 of 3), each with
+// its run file.
+const shardProgram = `package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/batch"
+)
+
+func main() {
+	model, rows, parts := os.Args[1], os.Args[2], os.Args[3]
+	ctx := context.Background()
+	d, err := gojev.Open(ctx, model, gojev.Options{NThreads: 2})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer d.Close()
+	id, err := batch.ModelIdentity(d.Check().Model.Path, d.Check().Model.Name)
+	if err != nil {
+		log.Fatal(err)
+	}
+	runFile := func(path string, s batch.Shard, sum batch.Summary, start time.Time) {
+		m := &batch.RunFile{Input: rows, Shard: s.Spec(), Model: &id, PromptVersion: d.Check().PromptVersion,
+			Backend: d.Check().Backend, Decode: d.Check().Decode, Started: start, Finished: true,
+			ElapsedS: time.Since(start).Seconds(), Rows: sum.Rows, Decided: sum.Decided, Errors: sum.Errors, Skipped: sum.Skipped}
+		if err := m.Save(batch.RunFilePath(path)); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	// Resume the shard jev left half done.
+	p1 := filepath.Join(parts, "part-1.jsonl")
+	start := time.Now()
+	r, err := batch.OpenResume(p1)
+	if err != nil {
+		log.Fatal(err)
+	}
+	in, _ := os.Open(rows)
+	s1 := batch.Shard{I: 1, N: 3}
+	sum, err := batch.Run(ctx, d, in, r, batch.Config{Shard: s1, Skip: r.Skip})
+	in.Close()
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	runFile(p1, s1, sum, start)
+	fmt.Printf("resumed part-1.jsonl: kept %d, skipped %d, decided %d\n", r.Records, sum.Skipped, sum.Decided)
+
+	// Decide shard 2 from scratch.
+	p2 := filepath.Join(parts, "part-2.jsonl")
+	start = time.Now()
+	out, err := batch.Create(p2)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := out.Start(); err != nil {
+		log.Fatal(err)
+	}
+	in, _ = os.Open(rows)
+	s2 := batch.Shard{I: 2, N: 3}
+	sum, err = batch.Run(ctx, d, in, out, batch.Config{Shard: s2})
+	in.Close()
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	runFile(p2, s2, sum, start)
+	fmt.Printf("wrote part-2.jsonl: decided %d\n", sum.Decided)
+}
+`
 
 // checkDecision checks the README program's output: one of its option ids and a probability
 // in (0,1].

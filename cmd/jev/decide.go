@@ -28,8 +28,10 @@ readable line per row instead: id, chosen option, its probability, and ✓/✗ a
 --window rows are decided at once, and in-process the tokens their prompts share (system
 prompt, template head, a row's evidence for its binary candidates) are decoded only once; the
 results are bit-identical to deciding each prompt alone. --runtime URL decides through a
-llama-server instead, every contract and bias control included. A bad row (malformed JSON, a missing field, 0 or more
-than 16 options, duplicate option ids, a label that is not an option id, a prompt longer than
+llama-server instead, every contract and bias control included. A row of 17 to 256 options is decided in
+passes of at most 16 (a knockout: --knockout-grouping; its record lists every pass and a
+distribution over all the options). A bad row (malformed JSON, a missing field, 0 or more
+than 256 options, duplicate option ids, a label that is not an option id, a prompt longer than
 n_ctx, content containing special-token text) gets {"id": ..., "line": N, "error": "..."} and
 the run goes on. A summary (rows, errors, accuracy where rows have a "label", the most chosen
 letter, decisions/s) goes to stderr, and a warning when one letter takes 80 % of 20 or more
