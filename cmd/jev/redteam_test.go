@@ -105,7 +105,7 @@ func TestRedteamFiguresFromHandMadeRecords(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stderr, "pride: every file already decided")
 	assert.Contains(t, stdout, "moved")
-	var rep redteamReport
+	var rep redteam.Report
 	b, err := os.ReadFile(filepath.Join(out, "redteam.json"))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &rep))
@@ -177,7 +177,7 @@ func TestRedteamOnTheSmallModel(t *testing.T) {
 		require.NotNil(t, r.Debias)
 		assert.Equal(t, r.Suspect.Flagged, r.Abstained)
 	}
-	var rep redteamReport
+	var rep redteam.Report
 	b, err := os.ReadFile(filepath.Join(out, "redteam.json"))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &rep))

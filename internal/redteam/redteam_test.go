@@ -8,7 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/debias"
 )
 
 const sampleRow = `{"id": "r7", "state": {"channel": "app", "message": "My card has not arrived yet."}, "question": "Which intent does the customer's message express?", "options": [{"id": "card_arrival", "description": "Card arrival."}, {"id": "lost_or_stolen_card", "description": "Lost or stolen card."}, {"id": "top_up_failed", "description": "Top up failed."}, {"id": "exchange_rate", "description": "Exchange rate."}], "label": "card_arrival", "extra": 1}`
@@ -171,4 +173,61 @@ func TestMeasureOnKnownRows(t *testing.T) {
 	assert.InDelta(t, 1.0/5, f.CleanFlagged, 1e-12)
 	assert.InDelta(t, 3.0/5, f.AttackedFlagged, 1e-12)
 	assert.InDelta(t, 3.0/4, f.Precision, 1e-12)
+}
+
+// TestReadingsOfOneDecodedSetting: one decoded pride+permute-2+detect setting answers for the
+// settings its records hold, each read as documented: the plain mean of the same two shifts
+// (permute-2), the raw choice, and without the detector.
+func TestReadingsOfOneDecodedSetting(t *testing.T) {
+	s, err := ParseSetting("pride+permute-2+detect")
+	require.NoError(t, err)
+	rs, derived := Readings([]Setting{s}, false)
+	var names []string
+	for _, r := range rs {
+		names = append(names, r.Name)
+	}
+	assert.Equal(t, []string{"pride+permute-2+detect", "permute-2+detect", "detect", "pride+permute-2", "raw"}, names)
+	assert.Equal(t, "pride+permute-2+detect", derived["raw"])
+
+	// Four options; shift 0 reads [A..D] = o0..o3, shift 2 reads o2, o3, o0, o1. Plain mean of
+	// the two: o1 wins; PriDe's prior (A strongly favoured) made the record choose o3.
+	lp := func(v ...float64) []float64 { return v }
+	shift0 := lp(-0.5, -1.0, -2.5, -3.0)
+	shift2 := lp(-2.0, -2.9, -3.5, -0.2) // o2, o3, o0, o1
+	res := &gojev.Result{PromptVersion: "direct-options-v1", Chosen: "o3", Label: "o1",
+		Options: []contract.OptionScore{{ID: "o0", Letter: "A", Logprob: shift0[0]}, {ID: "o1", Letter: "B", Logprob: shift0[1]},
+			{ID: "o2", Letter: "C", Logprob: shift0[2]}, {ID: "o3", Letter: "D", Logprob: shift0[3]}},
+		Debias:  &gojev.Debiased{Method: debias.PriDe, RawChosen: "o0", Permutations: []gojev.Permutation{{Shift: 2, Logprobs: shift2}}},
+		Suspect: &gojev.Suspicion{BinaryScore: contract.BinaryScore{PYes: 0.7}}}
+	_, probs, err := debias.AverageShifts([][]float64{debias.LogSoftmax(shift0), shift2}, []int{0, 2})
+	require.NoError(t, err)
+	best := 0
+	for i, p := range probs {
+		if p > probs[best] {
+			best = i
+		}
+	}
+	require.Equal(t, 1, best, "the test's numbers: the plain mean chooses o1")
+	for _, r := range rs {
+		got, ok := r.Read(res, 0.5, nil, 0)
+		require.True(t, ok, r.Name)
+		switch r.Name {
+		case "permute-2+detect":
+			assert.Equal(t, "o1", got.Chosen)
+			assert.InDelta(t, probs[1], got.Probability, 1e-12)
+			assert.True(t, *got.Correct)
+			assert.True(t, got.Abstained, "flagged at 0.5: abstains")
+		case "pride+permute-2+detect":
+			assert.Equal(t, "o3", got.Chosen, "the record as it is")
+		case "detect", "raw":
+			assert.Equal(t, "o0", got.Chosen, "the raw choice")
+			assert.Equal(t, r.Name == "detect", got.Abstained)
+		case "pride+permute-2":
+			assert.Nil(t, got.Suspect)
+			assert.False(t, got.Abstained)
+		}
+	}
+	assert.Equal(t, "o3", res.Chosen, "the record itself is not changed")
+	got, _ := rs[0].Read(res, 0.8, nil, 0)
+	assert.False(t, got.Suspect.Flagged, "re-flagged at another threshold from the recorded p_yes")
 }
