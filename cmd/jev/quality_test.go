@@ -78,7 +78,7 @@ func TestBanking77SampleOnTheDefaultModel(t *testing.T) {
 	prof := filepath.Join(qualityDir(t), "banking77-profile.json")
 	code, stdout, stderr := jev(t, "", "calibrate", out, "-o", prof, "--json", "-")
 	require.Equal(t, 0, code, stderr)
-	var rep calibrationReport
+	var rep report.CalibrationReport
 	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
 	require.Len(t, rep.Scorings, 2)
 	for _, sc := range rep.Scorings {
