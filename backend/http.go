@@ -261,6 +261,18 @@ func (h *HTTP) completion(ctx context.Context, prompt []int32, nProbs int, cache
 	return got, len(top), nil
 }
 
+// Ready is Health within 30 seconds, its error saying what to do: an unreachable or
+// still-loading server is reported as such before any work, not as a model failing its
+// checks.
+func (h *HTTP) Ready(ctx context.Context) error {
+	hctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := h.Health(hctx); err != nil {
+		return fmt.Errorf("the llama-server at %s is not reachable or not ready (start it, or check the URL): %w", h.Name(), err)
+	}
+	return nil
+}
+
 // Health calls GET /health and returns nil when the server answers 200 (model loaded).
 func (h *HTTP) Health(ctx context.Context) error {
 	url := h.base + "/health"

@@ -10,11 +10,8 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/gojev/gojev"
-	"github.com/gojev/gojev/backend"
-	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/internal/bench"
 	"github.com/gojev/gojev/internal/llamaserver"
 )
@@ -116,108 +113,25 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	rep := &bench.Report{Rows: len(rows), Threads: mf.threads, Model: model, Contract: ctr.String(), Started: time.Now().UTC()}
-	bopts := backend.Options{ChatTemplateKwargs: opts.ChatTemplateKwargs, TemplateTime: opts.TemplateTime}
-	run := func(name string, f func() (*bench.Path, error)) error {
-		fmt.Fprintf(stderr, "bench: %s, %d rows ...\n", name, len(rows))
-		p, err := f()
-		if err != nil {
-			return fmt.Errorf("bench %s: %w", name, err)
+	var server string
+	if mf.runtime == "" && slices.Contains(paths, "http") {
+		if server, err = llamaserver.Find(repoRoot()); err != nil {
+			return err
 		}
-		p.Name = name
-		fmt.Fprintf(stderr, "bench: %s: %.3g decisions/s, %.0f prompt tokens/s, p50 %.0f ms\n", name, p.DecisionsPerS, p.PromptTokensPerS, p.P50MS)
-		return nil
+	}
+	var benchBin string
+	if slices.Contains(paths, "hardware") {
+		if benchBin, err = findBench(); err != nil {
+			return err
+		}
 	}
 	base := gojev.Options{Contract: ctr, NThreads: mf.threads, NGPULayers: opts.NGPULayers, NoGPU: opts.NoGPU,
 		Plugins: opts.Plugins, CPUFallback: opts.CPUFallback, ChatTemplate: opts.ChatTemplate, ChatTemplateKwargs: opts.ChatTemplateKwargs, TemplateTime: opts.TemplateTime}
-	// measure runs the rows through a Decider on rt (nil: in-process with opts), together or
-	// one at a time.
-	measure := func(name string, rt backend.Backend, o gojev.Options, together bool) (*bench.Path, error) {
-		var d *gojev.Decider
-		var err error
-		if rt == nil {
-			d, err = gojev.Open(ctx, model, o)
-		} else {
-			d, err = gojev.New(ctx, rt, o)
-		}
-		if err != nil {
-			return nil, err
-		}
-		defer d.Close()
-		return bench.Run(ctx, name, d, rows, together)
+	rep, err := bench.Measure(ctx, bench.Config{Model: model, Rows: rows, Paths: paths, Base: base, Threads: mf.threads,
+		Runtime: mf.runtime, APIKey: mf.apiKey, NProbs: mf.nProbs, Server: server, LlamaBench: benchBin, Log: stderr})
+	if err != nil {
+		return err
 	}
-	if slices.Contains(paths, "engine") {
-		if err := run("engine", func() (p *bench.Path, err error) {
-			o := base
-			o.Decode = backend.DecodeOneSequence
-			rep.Engine, err = measure("engine", nil, o, true)
-			return rep.Engine, err
-		}); err != nil {
-			return err
-		}
-	}
-	if slices.Contains(paths, "packed") {
-		if err := run("packed", func() (p *bench.Path, err error) {
-			o := base
-			o.Decode = backend.DecodePacked
-			rep.Packed, err = measure("packed", nil, o, true)
-			return rep.Packed, err
-		}); err != nil {
-			return err
-		}
-	}
-	if slices.Contains(paths, "sequential") {
-		if err := run("sequential", func() (p *bench.Path, err error) {
-			o := base
-			o.NoPrefixReuse = true
-			rep.Sequential, err = measure("sequential", nil, o, false)
-			return rep.Sequential, err
-		}); err != nil {
-			return err
-		}
-	}
-	if slices.Contains(paths, "http") {
-		if err := run("http", func() (*bench.Path, error) {
-			url := mf.runtime
-			if url == "" {
-				bin, err := llamaserver.Find(repoRoot())
-				if err != nil {
-					return nil, err
-				}
-				srv, err := llamaserver.Start(ctx, llamaserver.Options{Bin: bin, Model: model, Threads: mf.threads})
-				if err != nil {
-					return nil, err
-				}
-				defer srv.Close()
-				url = srv.URL
-			}
-			hb := backend.NewHTTP(url, backend.HTTPOptions{Options: bopts, APIKey: mf.apiKey, NProbs: mf.nProbs})
-			if err := reachable(ctx, hb); err != nil {
-				return nil, err
-			}
-			var err error
-			rep.HTTP, err = measure("http", hb, base, false)
-			return rep.HTTP, err
-		}); err != nil {
-			return err
-		}
-	}
-	if slices.Contains(paths, "hardware") {
-		n := meanPromptTokens(rep)
-		if n == 0 {
-			n = 256
-		}
-		bin, err := findBench()
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "bench: hardware: llama-bench -p %d -t %d ...\n", n, mf.threads)
-		if rep.HardwarePromptTokensPerS, err = bench.LlamaBench(ctx, bin, model, mf.threads, n); err != nil {
-			return err
-		}
-		rep.HardwarePromptTokens = n
-	}
-	rep.Compare()
 	printBench(stdout, rep)
 	if out != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
@@ -238,23 +152,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "bench: wrote %s and %s\n", out, svg)
 	}
 	return nil
-}
-
-// meanPromptTokens is the rows' mean prompt length, from whichever path measured it.
-func meanPromptTokens(r *bench.Report) int {
-	for _, p := range []*bench.Path{r.Sequential, r.HTTP, r.Engine} {
-		if p != nil && p.PromptTokens > 0 {
-			prompts := r.Rows
-			if r.Contract == contract.BinaryPromptVersion {
-				prompts = 0
-				for _, s := range p.SHA {
-					prompts += len(s)
-				}
-			}
-			return int(p.PromptTokens) / max(1, prompts)
-		}
-	}
-	return 0
 }
 
 func findBench() (string, error) {

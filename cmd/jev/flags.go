@@ -242,10 +242,8 @@ func parseContract(name string) (gojev.Contract, error) {
 // reachable checks a --runtime server's GET /health before any work, so that an unreachable
 // or still-loading server is reported as such, not as a model failing its checks.
 func reachable(ctx context.Context, b *backend.HTTP) error {
-	hctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := b.Health(hctx); err != nil {
-		return fmt.Errorf("--runtime %s: the llama-server is not reachable or not ready (start it, or check the URL): %w", b.Name(), err)
+	if err := b.Ready(ctx); err != nil {
+		return fmt.Errorf("--runtime: %w", err)
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -27,30 +26,6 @@ type sweepFlags struct {
 	results   string
 }
 
-// scoringOptions turns a scoring name (calibrate's names: raw, pride, cyclic, permute-N,
-// pride+permute-N) into the bias-control options that decide under it.
-func scoringOptions(name string) (debias.Method, int, error) {
-	rest, pride := strings.CutPrefix(name, "pride+")
-	switch {
-	case name == "raw":
-		return debias.None, 0, nil
-	case name == "pride":
-		return debias.PriDe, 0, nil
-	case name == "cyclic":
-		return debias.Cyclic, 0, nil
-	case strings.HasPrefix(rest, "permute-"):
-		n, err := strconv.Atoi(strings.TrimPrefix(rest, "permute-"))
-		if err != nil || n < 2 || n > len(contract.Letters) {
-			break
-		}
-		if pride {
-			return debias.PriDe, n, nil
-		}
-		return debias.Cyclic, n, nil
-	}
-	return "", 0, usageError{fmt.Errorf("--scorings: unknown scoring %q: want raw, pride, cyclic, permute-N or pride+permute-N (N from 2 to %d)", name, len(contract.Letters))}
-}
-
 // runSweep is jev bench --scorings: the rows (with their input line numbers) decided under
 // each scoring in interleaved blocks, one Decider per scoring, in one process.
 func runSweep(ctx context.Context, sf sweepFlags, mf *modelFlags, in string, rows []contract.Row, lines []int, out string, stdout, stderr io.Writer) error {
@@ -62,9 +37,9 @@ func runSweep(ctx context.Context, sf sweepFlags, mf *modelFlags, in string, row
 	settings := make([]setting, len(names))
 	needPrior := false
 	for i, n := range names {
-		m, p, err := scoringOptions(strings.TrimSpace(n))
+		m, p, err := bench.ParseScoring(strings.TrimSpace(n))
 		if err != nil {
-			return err
+			return usageError{fmt.Errorf("--scorings: %w", err)}
 		}
 		names[i] = strings.TrimSpace(n)
 		settings[i] = setting{m, p}
@@ -119,35 +94,16 @@ func runSweep(ctx context.Context, sf sweepFlags, mf *modelFlags, in string, row
 		}
 	}
 
-	var files []*os.File
-	var encs []func(any) ([]byte, error)
+	var rec *bench.Recorder
 	if sf.results != "" {
-		if err := os.MkdirAll(sf.results, 0o755); err != nil {
+		if rec, err = bench.NewRecorder(sf.results, names, rows, lines); err != nil {
 			return err
 		}
-		for _, n := range names {
-			f, err := os.Create(filepath.Join(sf.results, n+".jsonl"))
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			files, encs = append(files, f), append(encs, batch.JSONLines())
-		}
+		defer rec.Close()
 	}
-	record := func(s, r int, o gojev.Outcome) error {
-		if files == nil {
-			return nil
-		}
-		var rec any = batch.Record{Result: o.Result, Line: lines[r]}
-		if o.Err != nil {
-			rec = batch.ErrorRecord{ID: rows[r].IDJSON(), Line: lines[r], Error: o.Err.Error()}
-		}
-		b, err := encs[s](rec)
-		if err != nil {
-			b, _ = encs[s](batch.UnencodableRecord(rec, lines[r], err))
-		}
-		_, err = files[s].Write(b)
-		return err
+	var record func(s, r int, o gojev.Outcome) error
+	if rec != nil {
+		record = rec.Record
 	}
 	fmt.Fprintf(stderr, "bench: %d rows under %s, in blocks of %d rows ...\n", len(rows), strings.Join(names, ", "), sf.block)
 	sw, err := bench.RunSweep(ctx, deciders, rows, sf.block, record)
@@ -155,23 +111,17 @@ func runSweep(ctx context.Context, sf sweepFlags, mf *modelFlags, in string, row
 		return err
 	}
 	sw.Threads, sw.Model, sw.Contract = mf.threads, model, contract.PromptVersion
-	for i, f := range files {
-		p := sw.Paths[i]
-		meta := &batch.RunFile{Jev: jevVersion(), LlamaCpp: llamaVersion(), Args: os.Args[1:], Input: in, PromptVersion: contract.PromptVersion,
-			Debias: settings[i].method, Permute: settings[i].permute, Model: &id, Backend: deciders[i].Decider.Check().Backend,
-			Decode: deciders[i].Decider.Check().Decode, NThreads: mf.threads, Started: sw.Started, Finished: true, ElapsedS: p.WallS,
-			Rows: p.Rows, Decided: p.Rows - p.Errors, Errors: p.Errors}
-		if settings[i].method == debias.PriDe {
-			meta.Prior = prior
-		}
-		if p.WallS > 0 {
-			meta.DecisionsPerS = float64(meta.Decided) / p.WallS
-		}
-		if err := f.Sync(); err != nil {
-			return err
-		}
-		if err := meta.Save(batch.RunFilePath(f.Name())); err != nil {
-			return err
+	if rec != nil {
+		for i, p := range sw.Paths {
+			meta := batch.RunFile{Jev: jevVersion(), LlamaCpp: llamaVersion(), Args: os.Args[1:], Input: in, PromptVersion: contract.PromptVersion,
+				Debias: settings[i].method, Permute: settings[i].permute, Model: &id, Backend: deciders[i].Decider.Check().Backend,
+				Decode: deciders[i].Decider.Check().Decode, NThreads: mf.threads, Started: sw.Started}
+			if settings[i].method == debias.PriDe {
+				meta.Prior = prior
+			}
+			if err := rec.Finish(i, p, meta); err != nil {
+				return err
+			}
 		}
 	}
 	printSweep(stdout, sw)

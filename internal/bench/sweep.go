@@ -3,10 +3,16 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/internal/report"
 )
 
@@ -129,4 +135,91 @@ func RunSweep(ctx context.Context, scorings []Scoring, rows []contract.Row, bloc
 		}
 	}
 	return sw, nil
+}
+
+// ParseScoring turns a scoring name (calibrate's names: raw, pride, cyclic, permute-N,
+// pride+permute-N) into the bias control that decides under it. Errors name the scoring.
+func ParseScoring(name string) (debias.Method, int, error) {
+	rest, pride := strings.CutPrefix(name, "pride+")
+	switch {
+	case name == "raw":
+		return debias.None, 0, nil
+	case name == "pride":
+		return debias.PriDe, 0, nil
+	case name == "cyclic":
+		return debias.Cyclic, 0, nil
+	case strings.HasPrefix(rest, "permute-"):
+		n, err := strconv.Atoi(strings.TrimPrefix(rest, "permute-"))
+		if err != nil || n < 2 || n > contract.MaxOptions {
+			break
+		}
+		if pride {
+			return debias.PriDe, n, nil
+		}
+		return debias.Cyclic, n, nil
+	}
+	return "", 0, fmt.Errorf("unknown scoring %q: want raw, pride, cyclic, permute-N or pride+permute-N (N from 2 to %d)", name, contract.MaxOptions)
+}
+
+// Recorder writes a sweep's records, one results file per scoring (dir/<scoring>.jsonl), as
+// jev decide writes them, for jev report and jev calibrate.
+type Recorder struct {
+	files  []*os.File
+	encode []func(any) ([]byte, error)
+	rows   []contract.Row
+	lines  []int
+}
+
+// NewRecorder creates dir/<name>.jsonl for every scoring name, for the rows at the given input
+// line numbers.
+func NewRecorder(dir string, names []string, rows []contract.Row, lines []int) (*Recorder, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	r := &Recorder{rows: rows, lines: lines}
+	for _, n := range names {
+		f, err := os.Create(filepath.Join(dir, n+".jsonl"))
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		r.files, r.encode = append(r.files, f), append(r.encode, batch.JSONLines())
+	}
+	return r, nil
+}
+
+// Record writes scoring s's outcome of row r (RunSweep's record callback).
+func (r *Recorder) Record(s, row int, o gojev.Outcome) error {
+	line := r.lines[row]
+	var rec any = batch.Record{Result: o.Result, Line: line}
+	if o.Err != nil {
+		rec = batch.ErrorRecord{ID: r.rows[row].IDJSON(), Line: line, Error: o.Err.Error()}
+	}
+	b, err := r.encode[s](rec)
+	if err != nil {
+		b, _ = r.encode[s](batch.UnencodableRecord(rec, line, err))
+	}
+	_, err = r.files[s].Write(b)
+	return err
+}
+
+// Finish syncs scoring s's file and writes its run file: meta with the path's counts and wall
+// time.
+func (r *Recorder) Finish(s int, p *ScoringPath, meta batch.RunFile) error {
+	meta.Finished, meta.ElapsedS = true, p.WallS
+	meta.Rows, meta.Decided, meta.Errors = p.Rows, p.Rows-p.Errors, p.Errors
+	if p.WallS > 0 {
+		meta.DecisionsPerS = float64(meta.Decided) / p.WallS
+	}
+	if err := r.files[s].Sync(); err != nil {
+		return err
+	}
+	return meta.Save(batch.RunFilePath(r.files[s].Name()))
+}
+
+// Close closes the files.
+func (r *Recorder) Close() {
+	for _, f := range r.files {
+		_ = f.Close()
+	}
 }

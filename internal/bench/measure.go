@@ -1,0 +1,151 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/backend"
+	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/internal/llamaserver"
+)
+
+// Config is what Measure runs: the rows through each of Paths (engine, packed, sequential,
+// http, hardware) on the model, with the Base options (contract, threads, template) the CLI
+// parsed. Runtime is a llama-server's URL for the http path (else Server, a llama-server
+// binary, is started on the model); LlamaBench is llama-bench's binary for the hardware path;
+// Log gets progress lines.
+type Config struct {
+	Model      string
+	Rows       []contract.Row
+	Paths      []string
+	Base       gojev.Options
+	Threads    int
+	Runtime    string
+	APIKey     string
+	NProbs     int
+	Server     string
+	LlamaBench string
+	Log        io.Writer
+}
+
+// Measure runs the rows through each path, one after the other, and returns the report with
+// its ratios and agreement checks (Report.Compare).
+func Measure(ctx context.Context, cfg Config) (*Report, error) {
+	rows, model := cfg.Rows, cfg.Model
+	rep := &Report{Rows: len(rows), Threads: cfg.Threads, Model: model, Contract: cfg.Base.Contract.String(), Started: time.Now().UTC()}
+	bopts := backend.Options{ChatTemplateKwargs: cfg.Base.ChatTemplateKwargs, TemplateTime: cfg.Base.TemplateTime}
+	run := func(name string, f func() (*Path, error)) error {
+		fmt.Fprintf(cfg.Log, "bench: %s, %d rows ...\n", name, len(rows))
+		p, err := f()
+		if err != nil {
+			return fmt.Errorf("bench %s: %w", name, err)
+		}
+		p.Name = name
+		fmt.Fprintf(cfg.Log, "bench: %s: %.3g decisions/s, %.0f prompt tokens/s, p50 %.0f ms\n", name, p.DecisionsPerS, p.PromptTokensPerS, p.P50MS)
+		return nil
+	}
+	base := cfg.Base
+	// measure runs the rows through a Decider on rt (nil: in-process with opts), together or
+	// one at a time.
+	measure := func(name string, rt backend.Backend, o gojev.Options, together bool) (*Path, error) {
+		var d *gojev.Decider
+		var err error
+		if rt == nil {
+			d, err = gojev.Open(ctx, model, o)
+		} else {
+			d, err = gojev.New(ctx, rt, o)
+		}
+		if err != nil {
+			return nil, err
+		}
+		defer d.Close()
+		return Run(ctx, name, d, rows, together)
+	}
+	if slices.Contains(cfg.Paths, "engine") {
+		if err := run("engine", func() (p *Path, err error) {
+			o := base
+			o.Decode = backend.DecodeOneSequence
+			rep.Engine, err = measure("engine", nil, o, true)
+			return rep.Engine, err
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if slices.Contains(cfg.Paths, "packed") {
+		if err := run("packed", func() (p *Path, err error) {
+			o := base
+			o.Decode = backend.DecodePacked
+			rep.Packed, err = measure("packed", nil, o, true)
+			return rep.Packed, err
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if slices.Contains(cfg.Paths, "sequential") {
+		if err := run("sequential", func() (p *Path, err error) {
+			o := base
+			o.NoPrefixReuse = true
+			rep.Sequential, err = measure("sequential", nil, o, false)
+			return rep.Sequential, err
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if slices.Contains(cfg.Paths, "http") {
+		if err := run("http", func() (*Path, error) {
+			url := cfg.Runtime
+			if url == "" {
+				srv, err := llamaserver.Start(ctx, llamaserver.Options{Bin: cfg.Server, Model: model, Threads: cfg.Threads})
+				if err != nil {
+					return nil, err
+				}
+				defer srv.Close()
+				url = srv.URL
+			}
+			hb := backend.NewHTTP(url, backend.HTTPOptions{Options: bopts, APIKey: cfg.APIKey, NProbs: cfg.NProbs})
+			if err := hb.Ready(ctx); err != nil {
+				return nil, err
+			}
+			var err error
+			rep.HTTP, err = measure("http", hb, base, false)
+			return rep.HTTP, err
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if slices.Contains(cfg.Paths, "hardware") {
+		n := meanPromptTokens(rep)
+		if n == 0 {
+			n = 256
+		}
+		fmt.Fprintf(cfg.Log, "bench: hardware: llama-bench -p %d -t %d ...\n", n, cfg.Threads)
+		var err error
+		if rep.HardwarePromptTokensPerS, err = LlamaBench(ctx, cfg.LlamaBench, model, cfg.Threads, n); err != nil {
+			return nil, err
+		}
+		rep.HardwarePromptTokens = n
+	}
+	rep.Compare()
+	return rep, nil
+}
+
+// meanPromptTokens is the rows' mean prompt length, from whichever path measured it.
+func meanPromptTokens(r *Report) int {
+	for _, p := range []*Path{r.Sequential, r.HTTP, r.Engine} {
+		if p != nil && p.PromptTokens > 0 {
+			prompts := r.Rows
+			if r.Contract == contract.BinaryPromptVersion {
+				prompts = 0
+				for _, s := range p.SHA {
+					prompts += len(s)
+				}
+			}
+			return int(p.PromptTokens) / max(1, prompts)
+		}
+	}
+	return 0
+}
