@@ -9,14 +9,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 
-	"github.com/gojev/gojev/backend"
-	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/internal/llamaserver"
 	"github.com/gojev/gojev/internal/parity"
-	"github.com/gojev/gojev/llama"
 )
 
 const paritySynopsis = `Usage: jev parity [-m MODEL.gguf] [-i rows.jsonl] [--runtime URL] [--json] [flags]
@@ -59,72 +55,27 @@ func runParity(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	logger := newLogger(stderr, mf.verbose)
 	path, err := mf.modelPath()
 	if err != nil {
 		return err
 	}
-	_ = logger
-	ip, err := backend.OpenInProcess(path, backend.InProcessOptions{
-		Options:      backend.Options{ChatTemplateKwargs: opts.ChatTemplateKwargs, TemplateTime: opts.TemplateTime},
-		ChatTemplate: opts.ChatTemplate, NGPULayers: opts.NGPULayers, NoGPU: opts.NoGPU, NThreads: opts.NThreads, NoMmap: opts.NoMmap,
-		Plugins: opts.Plugins, CPUFallback: opts.CPUFallback,
-	})
-	if err != nil {
-		return err
-	}
-	defer ip.Close()
-	llm, err := llama.NewTemplate(ip.Model(), opts.ChatTemplate)
-	if err != nil {
-		return err
-	}
-	defer llm.Close()
-
-	url := mf.runtime
-	if url == "" {
-		bin, err := llamaserver.Find(repoRoot())
-		if err != nil {
+	var server string
+	if mf.runtime == "" {
+		if server, err = llamaserver.Find(repoRoot()); err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "starting %s on 127.0.0.1 ...\n", bin)
-		srv, err := llamaserver.Start(ctx, llamaserver.Options{Bin: bin, Model: path, Threads: mf.threads, Passive: true})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		url = srv.URL
 	}
 	key := mf.apiKey
 	if key == "" {
 		key = os.Getenv("JEV_API_KEY")
 	}
-	hb := backend.NewHTTP(url, backend.HTTPOptions{APIKey: key, NProbs: mf.nProbs,
-		Options: backend.Options{ChatTemplateKwargs: opts.ChatTemplateKwargs, TemplateTime: opts.TemplateTime}})
-	if err := reachable(ctx, hb); err != nil {
-		return err
-	}
-	kwargs := opts.ChatTemplateKwargs
-	rep, err := parity.Rows(ctx, ip, llm, hb, rows, kwargs)
-	if err != nil {
-		return err
-	}
 	if corpus == "" {
 		corpus = filepath.Join(repoRoot(), "third_party", "llama.cpp", "models", "templates")
 	}
-	if corpus != "none" {
-		if python != "" {
-			if err := exec.Command(python, "-c", "import jinja2").Run(); err != nil {
-				fmt.Fprintf(stderr, "note: %s has no jinja2 (pip install jinja2): the corpus check skips Python\n", python)
-				python = ""
-			}
-		}
-		msgs, err := contract.DirectMessages(contract.SampleRow().State, contract.SampleRow().Question, contract.SampleRow().Options)
-		if err != nil {
-			return err
-		}
-		if rep.Corpus, err = parity.RunCorpus(ctx, corpus, python, msgs); err != nil {
-			return err
-		}
+	rep, err := parity.Run(ctx, parity.Config{Model: path, Rows: rows, Options: opts, Threads: mf.threads, Runtime: mf.runtime,
+		APIKey: key, NProbs: mf.nProbs, Server: server, Corpus: corpus, Python: python, Log: stderr})
+	if err != nil {
+		return err
 	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)
