@@ -10,6 +10,8 @@
 #                   for decision quality, parity with llama-server (built by make server)
 #   make soak       10,000 decisions in one process: RSS growth after warm-up (a CI step)
 #   make fuzz       every Go fuzz target for FUZZTIME each (default 2m; .ci/run: 15s)
+#   make transfer   whether a calibration profile and a PriDe prior fitted on Banking77 transfer
+#                   to other tasks (16 options, SNIPS, Social IQa from PyPI bigbench): ~3 hours
 #   make plugin GPU=vulkan|cuda|metal
 #                   fetch the prebuilt GPU backend plugin (sha256-verified) into the cache and
 #                   print its path: jev --plugin PATH or GOJEV_PLUGINS=PATH loads it
@@ -35,7 +37,7 @@ ROWS ?= examples/tickets.jsonl
 THREADS ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu)
 JEV := bin/jev
 
-.PHONY: all native server model model-small plugin build demo eval parity bench test soak fuzz vet clean help
+.PHONY: all native server model model-small plugin build demo eval parity bench test soak fuzz transfer vet clean help
 
 all: build
 
@@ -86,6 +88,9 @@ test: native server model model-small
 
 soak: native model-small
 	JEV_SOAK_DECISIONS=$${JEV_SOAK_DECISIONS:-10000} JEV_SMALL_MODEL="$$(./scripts/fetch-model.sh small)" $(GO) test $(TAGS) -count=1 -timeout 40m -run '^TestSoak$$' -v .
+
+transfer: build model
+	JEV_MODEL="$$(./scripts/fetch-model.sh)" ./scripts/transfer.sh
 
 FUZZTIME ?= 2m
 fuzz: native model-small
