@@ -181,11 +181,33 @@ func (o Options) check() error {
 		if p.PromptVersion != o.Contract.String() {
 			return fmt.Errorf("%w: %w: the profile is for %s, this Decider serves %s", ErrOptions, calibrate.ErrMismatch, p.PromptVersion, o.Contract)
 		}
-		if _, err := p.For(o.Scoring(0)); err != nil {
+		if _, err := p.For(o.ProfileScoring(p)); err != nil {
 			return fmt.Errorf("%w: %w", ErrOptions, err)
 		}
 	}
 	return nil
+}
+
+// Scorings names the scorings these options give results: rows of at most 16 options
+// (Scoring(0)) and, under a lettered contract, knockout rows of more (Scoring(17)).
+func (o Options) Scorings() []string {
+	out := []string{o.Scoring(0)}
+	if o.Contract.lettered() {
+		out = append(out, o.Scoring(contract.MaxOptions+1))
+	}
+	return out
+}
+
+// ProfileScoring is the first of Scorings that a calibration profile holds, else Scoring(0):
+// the scoring whose map and abstention threshold a run with these options reads (a profile
+// fitted on knockout rows serves knockout rows).
+func (o Options) ProfileScoring(p *calibrate.Profile) string {
+	for _, s := range o.Scorings() {
+		if _, err := p.For(s); err == nil {
+			return s
+		}
+	}
+	return o.Scoring(0)
 }
 
 // Scoring names the scores a row of k options gets under these options, as calibration

@@ -182,7 +182,7 @@ func (c *calibrationFlags) load(opts gojev.Options) (*calibrate.Profile, error) 
 	if p.PromptVersion != opts.Contract.String() {
 		return nil, usageError{fmt.Errorf("%s %s: %w: it was fitted on %s decisions, this run is %s", flagName, c.profile, calibrate.ErrMismatch, p.PromptVersion, opts.Contract)}
 	}
-	if _, err := p.For(opts.Scoring(0)); err != nil {
+	if _, err := p.For(opts.ProfileScoring(p)); err != nil {
 		return nil, usageError{fmt.Errorf("%s %s: %w", flagName, c.profile, err)}
 	}
 	return p, nil
@@ -195,7 +195,7 @@ func (c *calibrationFlags) threshold(p *calibrate.Profile, opts *gojev.Options, 
 	if c.maxError == 0 {
 		return nil
 	}
-	th, err := p.Threshold(opts.Scoring(0), c.maxError, c.confidence)
+	th, err := p.Threshold(opts.ProfileScoring(p), c.maxError, c.confidence)
 	if err != nil {
 		return usageError{fmt.Errorf("--max-error %v: %w", c.maxError, err)}
 	}
