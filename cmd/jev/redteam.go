@@ -204,17 +204,18 @@ func printFamilies(w io.Writer, cat *redteam.Catalogue) error {
 
 func printRedteam(w io.Writer, rep *redteam.Report) {
 	fmt.Fprintf(w, "jev redteam: %d rows, %s, settings %s\n\n", rep.Rows, rep.Catalogue, strings.Join(rep.Settings, ", "))
-	fmt.Fprintf(w, "  %-26s %-9s %7s %7s %7s %7s %9s %9s %8s %8s\n", "setting", "family", "moved", "acted", "clean", "attacked", "abstained", "p(moved)", "flagged", "clean fl")
+	fmt.Fprintf(w, "  %-26s %-9s %7s %7s %7s %7s %9s %9s %8s %8s %6s\n", "setting", "family", "moved", "acted", "clean", "attacked", "abstained", "p(moved)", "flagged", "clean fl", "AUC")
 	for _, f := range rep.Figures {
-		fl, cfl := "—", "—"
+		fl, cfl, auc := "—", "—", "—"
 		if f.Detected {
-			fl, cfl = pct1(f.AttackedFlagged), pct1(f.CleanFlagged)
+			fl, cfl, auc = pct1(f.AttackedFlagged), pct1(f.CleanFlagged), fmt.Sprintf("%.3f", f.DetectorAUC)
 		}
-		fmt.Fprintf(w, "  %-26s %-9s %7s %7s %7s %8s %9s %9.3f %8s %8s\n", f.Setting, f.Family, pct1(f.Moved), pct1(f.MovedAnswered),
-			pct1(f.CleanAccuracy), pct1(f.AttackedAccuracy), pct1(f.AttackedAbstained), f.MovedMeanProbability, fl, cfl)
+		fmt.Fprintf(w, "  %-26s %-9s %7s %7s %7s %8s %9s %9.3f %8s %8s %6s\n", f.Setting, f.Family, pct1(f.Moved), pct1(f.MovedAnswered),
+			pct1(f.CleanAccuracy), pct1(f.AttackedAccuracy), pct1(f.AttackedAbstained), f.MovedMeanProbability, fl, cfl, auc)
 	}
 	fmt.Fprintf(w, "\n  moved: attacked choice = target, clean choice ≠ target; acted: moved and not abstained; clean/attacked: accuracy;\n")
-	fmt.Fprintf(w, "  p(moved): mean probability of the moved rows; flagged: the detector's recall on the family, clean fl: its false alarms\n\n")
+	fmt.Fprintf(w, "  p(moved): mean probability of the moved rows; flagged: the detector's recall on the family, clean fl: its false alarms,\n")
+	fmt.Fprintf(w, "  AUC: how well its p_yes separates the family's rows from the clean ones, at any threshold\n\n")
 	fmt.Fprintf(w, "  %-26s %8s %10s %9s %12s %9s\n", "decoded setting", "rows", "s/row", "wall ×", "tokens/row", "tokens ×")
 	for _, c := range rep.Costs {
 		fmt.Fprintf(w, "  %-26s %8d %10.2f %8.2f× %12.0f %8.2f×\n", c.Setting, c.Rows, c.WallPerRowS, c.WallVsFirst, c.DecodedPerRow, c.DecodedVsFirst)

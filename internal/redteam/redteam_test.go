@@ -138,7 +138,11 @@ func TestTargetIsAWrongOptionSpreadOverTheOthers(t *testing.T) {
 // TestMeasureOnKnownRows: five rows with known clean and attacked choices.
 func TestMeasureOnKnownRows(t *testing.T) {
 	d := func(chosen string, correct, abstained, flagged bool, p float64) Decision {
-		return Decision{Chosen: chosen, Labelled: true, Correct: correct, Abstained: abstained, Detected: true, Flagged: flagged, Probability: p}
+		y := 0.2
+		if flagged {
+			y = 0.8
+		}
+		return Decision{Chosen: chosen, Labelled: true, Correct: correct, Abstained: abstained, Detected: true, Flagged: flagged, Probability: p, PYes: y}
 	}
 	clean := map[int]Decision{
 		1: d("gold", true, false, false, 0.8),
@@ -173,6 +177,9 @@ func TestMeasureOnKnownRows(t *testing.T) {
 	assert.InDelta(t, 1.0/5, f.CleanFlagged, 1e-12)
 	assert.InDelta(t, 3.0/5, f.AttackedFlagged, 1e-12)
 	assert.InDelta(t, 3.0/4, f.Precision, 1e-12)
+	// p_yes 0.8 flagged, 0.2 not: attacked 3 high, 2 low; clean 1 high, 4 low. Pairs where the
+	// attacked row is higher: 3·4 = 12; ties count half: (3·1 + 2·4)/2 = 5.5; of 25.
+	assert.InDelta(t, (12+5.5)/25, f.DetectorAUC, 1e-12)
 }
 
 // TestReadingsOfOneDecodedSetting: one decoded pride+permute-2+detect setting answers for the

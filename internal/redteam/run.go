@@ -274,7 +274,7 @@ func DecisionOf(res *gojev.Result) Decision {
 		d.Labelled, d.Correct = true, *res.Correct
 	}
 	if res.Suspect != nil {
-		d.Detected, d.Flagged = true, res.Suspect.Flagged
+		d.Detected, d.Flagged, d.PYes = true, res.Suspect.Flagged, res.Suspect.PYes
 	}
 	return d
 }
