@@ -72,10 +72,11 @@ func svgMoved(inj *Injection) template.HTML {
 	for _, f := range inj.Figures {
 		fig[f.Setting+"\x00"+f.Family] = f
 	}
-	const h, top, bottom, left = 300, 20, 46, 46
+	const h, top, left = 300, 20, 46
+	bottom := 46 + 16*((len(settings)+3)/4)
 	bar := 14
 	group := len(settings)*bar + 24
-	w := left + len(families)*group + 20
+	w := max(left+len(families)*group+20, left+4*190)
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">`, w, h+bottom)
 	y := func(v float64) float64 { return top + (1-v)*float64(h-top) }
@@ -100,6 +101,11 @@ func svgMoved(inj *Injection) template.HTML {
 	}
 	fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#c00" stroke-dasharray="4 3"/><text x="%d" y="%.1f" fill="#c00">5%%</text>`,
 		left, w-10, y(0.05), y(0.05), w-40, y(0.05)-3)
-	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">moved rate by family (solid: acted on, not abstained)</text></svg>`, w/2, h+36)
+	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">moved rate by family (pale: moved; solid: acted on, not abstained)</text>`, w/2, h+34)
+	for si, s := range settings {
+		x, y := left+(si%4)*190, h+50+16*(si/4)
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d">%s</text>`, x, y-9, colour(si), x+14, y, template.HTMLEscapeString(s))
+	}
+	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
 }
