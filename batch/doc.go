@@ -6,6 +6,10 @@
 // Kubernetes Indexed Jobs) and Merge joins their parts, checked; RunFile is the file beside
 // every results file that records the model, contract and flags; Scanner is the one reader of
 // results files; the PriDe helpers estimate a letter prior from a file's label-free sample.
+// Job puts them together for one file as jev decide does (the run resumed and checked, the
+// output emptied only once the model is ready, PriDe's prior read or estimated, the run file
+// written before and after), and CalibrateFile applies a calibration profile to a results
+// file without decoding (jev calibrate --apply).
 //
 // Files written by jev and by a program through this package are the same files: either can
 // resume or merge what the other wrote.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
+	"github.com/gojev/gojev/debias"
 )
 
 // modelFile is the GGUF model the examples open: the small test model (SmolLM2-135M,
@@ -137,4 +138,49 @@ func ExampleMerge() {
 	// missing 2
 	// missing 4
 	// written: 0
+}
+
+// A Job decides a rows file as jev decide does: here with PriDe, whose prior it estimates on
+// the sample and saves, the run file written beside the results. The same Job again, with
+// Resume, finds every row decided (and reads the prior from its file).
+func ExampleJob() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "batch-example")
+	defer os.RemoveAll(dir)
+	job := &batch.Job{
+		Input:     rowsFile(dir, 12),
+		Output:    filepath.Join(dir, "out.jsonl"),
+		Options:   gojev.Options{Debias: debias.PriDe},
+		PriorFile: filepath.Join(dir, "prior.json"),
+		Open: func(ctx context.Context, o gojev.Options) (*gojev.Decider, error) {
+			o.NThreads = 2
+			return gojev.Open(ctx, modelFile, o)
+		},
+		OnPrior: func(ev batch.PriorEvent) {
+			if ev.Step == batch.PriorEstimating {
+				fmt.Printf("estimating the prior on %d of %d rows\n", ev.SampleRows, ev.Rows)
+			}
+		},
+	}
+	sum, err := job.Run(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("decided", sum.Decided)
+	meta, err := batch.ReadRunFile(batch.RunFilePath(job.Output))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("run file:", meta.Debias, meta.Finished, meta.Prior.ByOptions[3].Letters)
+
+	job.Resume = true
+	if sum, err = job.Run(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("skipped", sum.Skipped, "decided", sum.Decided)
+	// Output:
+	// estimating the prior on 10 of 12 rows
+	// decided 12
+	// run file: pride true ABC
+	// skipped 12 decided 0
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,4 +164,26 @@ func TestResumeSkipsTheRowsAlreadyDone(t *testing.T) {
 	_, err := set.Skip([]byte(`{"id": "z"}`), 11)
 	require.ErrorIs(t, err, ErrNotThisInput)
 	assert.ErrorContains(t, err, `its record for line 11 has id "y", the input's line 11 has "z"`)
+}
+
+// Start.Rows counts the lines of the run's shard in a regular file, and rewinds it.
+func TestStartRowsCountsTheShard(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rows.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte("a\nb\nc\nd\ne\nf\ng"), 0o644)) // 7 lines, the last without its newline
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	for _, tc := range []struct {
+		shard Shard
+		want  int
+	}{{Shard{}, 7}, {Shard{I: 1, N: 3}, 2}, {Shard{I: 0, N: 3}, 3}, {Shard{I: 7, N: 8}, 0}} {
+		n, ok := Start{in: f, shard: tc.shard}.Rows()
+		assert.True(t, ok)
+		assert.Equal(t, tc.want, n, "%s", tc.shard)
+		pos, err := f.Seek(0, io.SeekCurrent)
+		require.NoError(t, err)
+		assert.Zero(t, pos, "rewound")
+	}
+	_, ok := Start{in: strings.NewReader("a\n")}.Rows()
+	assert.False(t, ok, "not a file")
 }

@@ -56,6 +56,12 @@ func EstimatePrior(ctx context.Context, d *gojev.Decider, r io.ReadSeeker, fract
 	if len(rows) == 0 {
 		return nil, nil, ErrNoSample
 	}
+	return estimateOn(ctx, d, rows, lines)
+}
+
+// estimateOn estimates the prior on sample rows (at the input lines lines) and returns their
+// decisions by line.
+func estimateOn(ctx context.Context, d *gojev.Decider, rows []contract.Row, lines []int) (*debias.Prior, map[int]gojev.Outcome, error) {
 	prior, outs, err := d.EstimatePrior(ctx, rows)
 	if err != nil {
 		return nil, nil, err

@@ -27,7 +27,7 @@ type Config struct {
 	// record and counts as Summary.Skipped. An error of Skip stops the run.
 	Skip func(line []byte, lineNo int) (bool, error)
 	// Decided holds rows decided beforehand, by input line (PriDe's estimation sample:
-	// EstimatePriorFromFile): their records are these outcomes. An Outcome with neither a
+	// EstimatePrior, Job): their records are these outcomes. An Outcome with neither a
 	// Result nor an error is decided as usual.
 	Decided map[int]gojev.Outcome
 	// Encode turns one record (a Record or an ErrorRecord) into one whole line; nil writes

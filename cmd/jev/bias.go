@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
@@ -129,62 +127,26 @@ func (b *biasFlags) loadPrior(model debias.ModelID, promptVersion string) (*debi
 	return p, nil
 }
 
-// spoolInput makes r a regular file that can be read more than once (PriDe reads its input
-// twice before deciding): a file is used as it is; stdin or a pipe is copied to a temporary
-// file, removed by the returned function.
-func spoolInput(r io.Reader) (*os.File, func(), error) {
-	if f, ok := r.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-			return f, func() {}, nil
+// report says on w what batch.Job did to find PriDe's prior (profile: the --calibration file).
+func (b *biasFlags) report(w io.Writer, ev batch.PriorEvent, profile string) {
+	switch ev.Step {
+	case batch.PriorRead:
+		from := b.priorFile
+		if ev.From == batch.FromProfile {
+			from = "the calibration profile " + profile
 		}
-	}
-	tmp, err := os.CreateTemp("", "jev-rows-*.jsonl")
-	if err != nil {
-		return nil, nil, err
-	}
-	cleanup := func() { _ = tmp.Close(); _ = os.Remove(tmp.Name()) }
-	if _, err := io.Copy(tmp, r); err != nil {
-		cleanup()
-		return nil, nil, fmt.Errorf("reading rows: %w", err)
-	}
-	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	return tmp, cleanup, nil
-}
-
-// estimatePrior runs PriDe's estimation on the sample of f and returns the prior and the
-// sample rows' decisions by line number (each decided from its cyclic permutations).
-func estimatePrior(ctx context.Context, d *gojev.Decider, f *os.File, b *biasFlags, model debias.ModelID, stderr io.Writer, quiet bool) (*debias.Prior, map[int]gojev.Outcome, error) {
-	rows, _, total, err := batch.PriorSample(f, b.sampleFrac, b.sampleMinRn)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(rows) == 0 {
-		return nil, nil, errors.New("--debias pride: no row with two or more options to estimate the prior from")
-	}
-	perms := 0
-	for _, r := range rows {
-		perms += len(r.Options)
-	}
-	if !quiet {
-		fmt.Fprintf(stderr, "jev decide: PriDe: estimating the letter prior from %d rows under all their cyclic permutations (%d prompts)...\n", len(rows), perms)
-		if 2*len(rows) > total {
-			fmt.Fprintf(stderr, "jev decide: PriDe: the sample is %d of the %d rows (at least %d are sampled), so this run costs nearly --permute cyclic; on a large file it costs about 1 + %.2f(k-1) times the raw run, and --prior FILE saves the prior for later runs\n",
-				len(rows), total, b.sampleMinRn, b.sampleFrac)
+		fmt.Fprintf(w, "jev decide: PriDe: prior read from %s: %s\n", from, formatPrior(ev.Prior))
+	case batch.PriorEstimating:
+		fmt.Fprintf(w, "jev decide: PriDe: estimating the letter prior from %d rows under all their cyclic permutations (%d prompts)...\n", ev.SampleRows, ev.Prompts)
+		if 2*ev.SampleRows > ev.Rows {
+			fmt.Fprintf(w, "jev decide: PriDe: the sample is %d of the %d rows (at least %d are sampled), so this run costs nearly --permute cyclic; on a large file it costs about 1 + %.2f(k-1) times the raw run, and --prior FILE saves the prior for later runs\n",
+				ev.SampleRows, ev.Rows, b.sampleMinRn, b.sampleFrac)
 		}
+	case batch.PriorEstimated:
+		fmt.Fprintf(w, "jev decide: PriDe: prior estimated in %.1fs: %s\n", ev.Elapsed.Seconds(), formatPrior(ev.Prior))
+	case batch.PriorSaved:
+		fmt.Fprintf(w, "jev decide: PriDe: prior saved to %s (reuse it with --prior for this model and contract)\n", b.priorFile)
 	}
-	start := time.Now()
-	prior, byLine, err := batch.EstimatePrior(ctx, d, f, b.sampleFrac, b.sampleMinRn)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--debias pride: estimating the prior: %w", err)
-	}
-	prior.Model = model
-	if !quiet {
-		fmt.Fprintf(stderr, "jev decide: PriDe: prior estimated in %.1fs: %s\n", time.Since(start).Seconds(), formatPrior(prior))
-	}
-	return prior, byLine, nil
 }
 
 // formatPrior prints each option count's prior as "8 options: A 0.12 B 0.31 ...".

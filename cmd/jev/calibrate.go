@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
@@ -207,8 +205,7 @@ func (c *calibrationFlags) threshold(p *calibrate.Profile, opts *gojev.Options, 
 	return nil
 }
 
-// applyProfile is jev calibrate --apply: one results file through gojev.Calibrate, record by
-// record, into out, with a run file that names the profile.
+// applyProfile is jev calibrate --apply: one results file through batch.CalibrateFile into out.
 func applyProfile(files []string, out string, cf *calibrationFlags, stderr io.Writer) error {
 	if len(files) != 1 || out == "" {
 		return usageError{errors.New("--apply PROFILE calibrates one results file into -o FILE: jev calibrate --apply profile.json results.jsonl -o calibrated.jsonl")}
@@ -218,58 +215,26 @@ func applyProfile(files []string, out string, cf *calibrationFlags, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	if meta == nil {
-		meta = &batch.RunFile{Input: in}
-	}
-	opts := gojev.Options{Debias: meta.Debias, Permute: meta.Permute}
-	if meta.PromptVersion == gojev.Binary.String() {
-		opts.Contract = gojev.Binary
+	var opts gojev.Options
+	if meta != nil {
+		opts = meta.Options()
 	}
 	prof, err := cf.load(opts)
 	if err != nil {
 		return err
 	}
-	if meta.Model != nil {
-		if err := prof.Check(*meta.Model, opts.Contract.String()); err != nil {
-			return usageError{fmt.Errorf("--apply %s: %w", cf.profile, err)}
-		}
-	}
 	if err := cf.threshold(prof, &opts, stderr, false, "calibrate"); err != nil {
 		return err
 	}
-	f, err := os.Open(in)
-	if err != nil {
-		return usageError{err}
+	res, err := batch.CalibrateFile(in, out, prof, cf.profile, opts.AbstainBelow)
+	var se *batch.SetupError
+	if errors.As(err, &se) {
+		return usageError{fmt.Errorf("--apply %w", se.Err)}
 	}
-	defer f.Close()
-	var buf bytes.Buffer
-	n, abstained := 0, 0
-	err = eachLine(context.Background(), f, &buf, batch.JSONLines(), func(line []byte, _ int) (any, error) {
-		if len(line) == 0 {
-			return nil, nil
-		}
-		rec, _, err := batch.Decode(line)
-		if err != nil || rec == nil {
-			return json.RawMessage(line), nil // an error record, as it was
-		}
-		gojev.Calibrate(rec.Result, prof, opts.AbstainBelow)
-		n++
-		if rec.Abstained {
-			abstained++
-		}
-		return *rec, nil
-	})
 	if err != nil {
 		return err
 	}
-	if err := writeFile(out, func(w io.Writer) error { _, err := w.Write(buf.Bytes()); return err }); err != nil {
-		return err
-	}
-	meta.Calibration = &batch.RunCalibration{File: cf.profile, SHA256: prof.SHA256}
-	meta.AbstainBelow = opts.AbstainBelow
-	if err := meta.Save(batch.RunFilePath(out)); err != nil {
-		return err
-	}
+	n, abstained := res.Decisions, res.Abstained
 	fmt.Fprintf(stderr, "jev calibrate: %d decisions of %s calibrated with %s into %s", n, in, cf.profile, out)
 	if opts.AbstainBelow > 0 && n > 0 {
 		fmt.Fprintf(stderr, "; %d abstained below p=%.4f (coverage %.1f%%)", abstained, opts.AbstainBelow, 100*float64(n-abstained)/float64(n))

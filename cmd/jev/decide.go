@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -140,11 +140,10 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	defer closeIn()
-	toTerminal := out == "" || out == "-"
-	if toTerminal {
-		f, ok := stdout.(*os.File)
-		toTerminal = ok && term.IsTerminal(int(f.Fd()))
+	if out == "-" {
+		out = ""
 	}
+	toTerminal := out == "" && isTerminal(stdout)
 	var text bool
 	switch format {
 	case "":
@@ -158,232 +157,58 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if text && resume {
 		return usageError{errors.New("--resume continues a JSONL results file: drop --format text")}
 	}
-
-	// PriDe reads the rows twice before deciding (its sample first): stdin is spooled.
-	if method == debias.PriDe {
-		f, cleanup, err := spoolInput(r)
-		if err != nil {
-			return err
-		}
-		defer cleanup()
-		r = f
-	}
-	var w io.Writer
-	var closeOut func() error
-	emptyOut := func() error { return nil }
-	var skip func(line []byte, lineNo int) (bool, error)
-	var done *batch.Resume // what a resumed run's file holds
-	// A resumed run reads the run file of the run it continues: a PriDe run reuses its prior,
-	// so every row of the output is debiased with the same prior, and a shard must be the one
-	// that wrote the file.
-	metaPath := ""
-	var prev *batch.RunFile
-	if out != "" && out != "-" {
-		metaPath = batch.RunFilePath(out)
-		if resume {
-			var err error
-			switch prev, err = batch.ReadRunFile(metaPath); {
-			case errors.Is(err, os.ErrNotExist):
-				prev = nil // a run killed before it wrote one: nothing to compare
-			case err != nil:
-				return usageError{fmt.Errorf("--resume %s: %w: it records the shard, model and flags the records kept were decided with, so the run cannot check that it continues them alike (restore it, or remove it to resume without the checks)", out, err)}
-			}
-		}
-	}
-	if prev != nil && prev.Shard != part.Spec() {
-		return usageError{fmt.Errorf("--resume %s: its run file says it holds %s, and this run is %s: give the same --shard as the run that wrote it", out, batch.ShardWords(prev.Shard), batch.ShardWords(part.Spec()))}
-	}
-	switch {
-	case bf.priorOnly:
-		w, closeOut = io.Discard, func() error { return nil }
-	case resume:
-		if out == "" || out == "-" {
-			return usageError{errors.New("--resume needs the results file of the run to continue: -o FILE")}
-		}
-		if done, err = batch.OpenResume(out); err != nil {
-			return usageError{fmt.Errorf("--resume: %w", err)}
-		}
-		w, closeOut = done, done.Close
-		for _, l := range done.Lines() {
-			if !part.Has(l) {
-				_ = closeOut()
-				return usageError{fmt.Errorf("--resume %s: it holds a record of input line %d, which is shard %d/%d's, not this shard's (%s): is -o another shard's file?", out, l, batch.ShardOf(l, part.N), part.N, part)}
-			}
-		}
-		skip = done.Skip
-	default:
-		if w, closeOut, emptyOut, err = openOutput(out, stdout); err != nil {
-			return usageError{err}
-		}
-	}
-	outClosed := false
-	defer func() {
-		if !outClosed {
-			_ = closeOut()
-		}
-	}()
-
-	start := time.Now() // the run's wall time counts PriDe's estimation
-	var prior *debias.Prior
-	if method == debias.PriDe && prev != nil && prev.Prior != nil && bf.priorFile == "" {
-		prior = prev.Prior
+	if resume && out == "" {
+		return usageError{errors.New("--resume needs the results file of the run to continue: -o FILE")}
 	}
 	if err := cf.threshold(prof, &opts, stderr, quiet, "decide"); err != nil {
 		return err
 	}
-	opts.Prior = prior
-	dec, err := mf.open(ctx, stderr, opts)
-	if err != nil {
-		return err // a new run's -o is left as it was: emptied only once the model is ready
-	}
-	defer dec.Close()
-	if err := emptyOut(); err != nil {
-		return err
-	}
-	var decided map[int]gojev.Outcome // PriDe's estimation sample, decided already
 
-	meta := &batch.RunFile{Jev: jevVersion(), LlamaCpp: llamaVersion(), Args: args, Input: in, PromptVersion: c.String(), Debias: method,
-		NThreads: mf.threads, Started: time.Now().UTC(), Backend: dec.Check().Backend, Decode: dec.Check().Decode}
-	if dec.Check().Decode != "" { // in-process
-		meta.Devices, meta.Plugins = runtimeDevices(mf.nGPULayers)
-	}
-	meta.Shard = part.Spec()
-	meta.Permute, meta.AbstainBelow = bf.permuteN, opts.AbstainBelow
-	meta.Detect = df.meta(opts)
-	meta.Knockout = kf.meta()
-	if prof != nil {
-		meta.Calibration = &batch.RunCalibration{File: cf.profile, SHA256: prof.SHA256}
-	}
-	if m := dec.Check().Model; m != nil {
-		if metaPath != "" || method == debias.PriDe || prof != nil {
-			id, err := batch.ModelIdentity(m.Path, m.Name)
-			if err != nil {
-				return err
-			}
-			meta.Model = &id
+	job := &batch.Job{Input: in, In: r, Output: out, Out: stdout, Resume: resume, Shard: part, Window: window, Options: opts,
+		PriorFile: bf.priorFile, SampleFraction: bf.sampleFrac, SampleMinRows: bf.sampleMinRn, PriorOnly: bf.priorOnly, CalibrationFile: cf.profile,
+		RunFile: batch.RunFile{Jev: jevVersion(), LlamaCpp: llamaVersion(), Args: args, NThreads: mf.threads}}
+	job.Open = func(ctx context.Context, o gojev.Options) (*gojev.Decider, error) {
+		d, err := mf.open(ctx, stderr, o)
+		if err == nil && d.Check().Decode != "" { // in-process
+			job.RunFile.Devices, job.RunFile.Plugins = runtimeDevices(mf.nGPULayers)
 		}
-	} else if method == debias.PriDe {
-		// Over --runtime the weights are the server's: a prior is tied to its URL.
-		meta.Model = &debias.ModelID{Name: mf.runtime}
+		return d, err
 	}
-	if prof != nil && meta.Model != nil {
-		if err := prof.Check(*meta.Model, c.String()); err != nil {
-			return usageError{fmt.Errorf("--calibration %s: %w", cf.profile, err)}
-		}
-	}
-	if method == debias.PriDe {
-		if prior == nil {
-			if prior, err = bf.loadPrior(*meta.Model, c.String()); err != nil {
-				return err
-			}
-			from := bf.priorFile
-			if prior == nil && bf.priorFile == "" && prof != nil && prof.Prior != nil {
-				if err := prof.Prior.Check(*meta.Model, c.String()); err != nil {
-					return usageError{fmt.Errorf("--calibration %s: its prior: %w", cf.profile, err)}
-				}
-				prior, from = prof.Prior, "the calibration profile "+cf.profile
-			}
-			if prior != nil {
-				if !quiet {
-					fmt.Fprintf(stderr, "jev decide: PriDe: prior read from %s: %s\n", from, formatPrior(prior))
-				}
-				dec.SetPrior(prior)
-			}
-		}
-		if prior == nil {
-			f := r.(*os.File)
-			if prior, decided, err = estimatePrior(ctx, dec, f, &bf, *meta.Model, stderr, quiet); err != nil {
-				return err
-			}
-			dec.SetPrior(prior)
-			if bf.priorFile != "" {
-				if err := prior.Save(bf.priorFile); err != nil {
-					return fmt.Errorf("--prior: saving the prior: %w", err)
-				}
-				if !quiet {
-					fmt.Fprintf(stderr, "jev decide: PriDe: prior saved to %s (reuse it with --prior for this model and contract)\n", bf.priorFile)
-				}
-			}
-		}
-		meta.Prior = prior
-		if bf.priorOnly {
-			return nil
-		}
-	}
-	if prev != nil {
-		// The records kept and those to come must be decided alike.
-		if what := prev.Disagrees(meta); what != "" {
-			return usageError{fmt.Errorf("--resume %s: this run has different %s than the run that wrote it (its run file %s): resume with the same model and flags, or start a new -o", out, what, metaPath)}
-		}
-	}
-	if done != nil && !quiet {
-		reportResume(stderr, out, done)
-	}
-	if metaPath != "" {
-		if err := meta.Save(metaPath); err != nil {
-			return fmt.Errorf("writing the run file: %w", err)
-		}
-	}
-
-	if f, ok := r.(*os.File); ok && in == "" && term.IsTerminal(int(f.Fd())) && !quiet {
-		fmt.Fprintln(stderr, "jev decide: reading rows from stdin (one JSON object a line; Ctrl-D ends); -i FILE reads a file")
-	}
-	var bar *progressbar.ProgressBar
-	if !quiet && isTerminal(stderr) && !text {
-		bar = progressbar.NewOptions64(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("deciding"),
-			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("rows"),
-			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
-		if f, ok := r.(*os.File); ok {
-			if n, err := countLines(f); err == nil {
-				bar.ChangeMax64(int64(part.Size(n)))
-			}
-		}
-	}
-	if text && !quiet && isTerminal(stderr) {
-		// No progress bar beside the lines: say that work has started, since the first line
-		// waits for its row and every row decided with it.
-		src := in
-		if src == "" {
-			src = "stdin"
-		}
-		fmt.Fprintf(stderr, "jev decide: deciding the rows of %s, %d at a time; each line prints once it and the rows before it are decided\n", src, window)
+	if text {
+		job.Encode = textEncoder(toTerminal)
 	}
 	sum := summary{part: part, abstaining: opts.AbstainBelow > 0 || opts.AbstainOnSuspect, detecting: opts.Detect}
+	var bar *progressbar.ProgressBar
+	started := false
+	// Under PriDe the rows were read (spooled) before the run starts: no stdin hint then.
+	stdinHint := in == "" && isTerminal(r) && method != debias.PriDe
+	job.OnStart = func(s batch.Start) {
+		started = true
+		if !quiet {
+			bar = startMessages(stderr, s, out, text, stdinHint, cmp.Or(in, "stdin"), window)
+		}
+	}
 	if !quiet {
 		sum.warn = stderr
+		job.OnPrior = func(ev batch.PriorEvent) { bf.report(stderr, ev, cf.profile) }
 	}
-	cfg := batch.Config{Window: window, Shard: part, Skip: skip, Decided: decided, OnRecord: func(_ any, s *batch.Summary) {
+	job.OnRecord = func(_ any, s *batch.Summary) {
 		if bar != nil {
 			_ = bar.Add(1)
 		}
 		sum.Summary = *s
 		sum.checkSkew()
-	}}
-	if text {
-		cfg.Encode = textEncoder(isTerminal(w))
 	}
-	sum.Summary, err = batch.Run(ctx, dec, r, w, cfg)
-	sum.Elapsed = time.Since(start) // PriDe's estimation included
+	sum.Summary, err = job.Run(ctx)
 	if bar != nil {
 		_ = bar.Finish()
 	}
-	outClosed = true
-	if cerr := closeOut(); err == nil {
-		err = cerr
+	var se *batch.SetupError
+	if errors.As(err, &se) {
+		return usageError{fmt.Errorf("%s %w", jobFlags[se.Field], se.Err)}
 	}
-	if !quiet {
+	if started && !quiet {
 		sum.print(stderr)
-	}
-	if metaPath != "" {
-		meta.Finished = err == nil
-		meta.ElapsedS = time.Since(meta.Started).Seconds()
-		meta.Rows, meta.Decided, meta.Errors, meta.Skipped = sum.Rows, sum.Decided, sum.Errors, sum.Skipped
-		if meta.ElapsedS > 0 {
-			meta.DecisionsPerS = float64(sum.Decided) / meta.ElapsedS
-		}
-		if merr := meta.Save(metaPath); err == nil && merr != nil {
-			err = fmt.Errorf("writing the run file: %w", merr)
-		}
 	}
 	if err != nil && ctx.Err() != nil && out != "" {
 		err = fmt.Errorf("%w (the output holds whole lines; rerun with --resume to continue)", err)
@@ -391,38 +216,36 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	return err
 }
 
-// eachLine calls record for every input line (trimmed, with its 1-based number) and writes
-// what it returns as one JSON line, with a single Write (nothing when it returns nil); a
-// record that cannot be encoded (a NaN logit from a damaged model) becomes an error record.
-// It stops at the end of the input, at the first error of record or of writing, or when ctx
-// is done before a line starts.
-func eachLine(ctx context.Context, r io.Reader, w io.Writer, encode recordEncoder, record func(line []byte, lineNo int) (any, error)) error {
-	sc := batch.NewScanner(r)
-	for sc.Scan() {
-		l := sc.Line()
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("stopped before line %d: %w", l.N, err)
-		}
-		rec, err := record(bytes.TrimSpace(l.Bytes), l.N)
-		if err != nil {
-			return err
-		}
-		if rec != nil {
-			b, err := encode(rec)
-			if err != nil {
-				if b, err = encode(batch.UnencodableRecord(rec, l.N, err)); err != nil {
-					return err
-				}
-			}
-			if _, err := w.Write(b); err != nil {
-				return fmt.Errorf("writing results: %w", err)
-			}
-		}
+// jobFlags names the flag of each batch.Job field a batch.SetupError names.
+var jobFlags = map[string]string{"Output": "-o", "Resume": "--resume", "PriorFile": "--prior", "Calibration": "--calibration"}
+
+// startMessages says what a run is about to do once batch.Job has checked everything: what a
+// resumed run kept, where rows come from when stdin is a terminal, and that text lines print
+// as rows are decided; it returns the progress bar (nil when stderr is not a terminal or the
+// output is text).
+func startMessages(stderr io.Writer, s batch.Start, out string, text, stdinHint bool, src string, window int) *progressbar.ProgressBar {
+	if s.Resume != nil {
+		reportResume(stderr, out, s.Resume)
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("reading rows: %w", err)
+	if stdinHint {
+		fmt.Fprintln(stderr, "jev decide: reading rows from stdin (one JSON object a line; Ctrl-D ends); -i FILE reads a file")
 	}
-	return nil
+	if !isTerminal(stderr) {
+		return nil
+	}
+	if text {
+		// No progress bar beside the lines: say that work has started, since the first line
+		// waits for its row and every row decided with it.
+		fmt.Fprintf(stderr, "jev decide: deciding the rows of %s, %d at a time; each line prints once it and the rows before it are decided\n", src, window)
+		return nil
+	}
+	bar := progressbar.NewOptions64(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("deciding"),
+		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("rows"),
+		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+	if n, ok := s.Rows(); ok {
+		bar.ChangeMax64(int64(n))
+	}
+	return bar
 }
 
 // Letter-skew warning: after skewMinRows decisions, if one letter holds skewShare of the
@@ -513,50 +336,8 @@ func openInput(path string, stdin io.Reader) (io.Reader, func(), error) {
 	return f, func() { _ = f.Close() }, nil
 }
 
-// openOutput opens the -o file of a new run (batch.Create), or stdout for "" and "-". empty
-// truncates it, once the run can start (batch.Output.Start).
-func openOutput(path string, stdout io.Writer) (w io.Writer, closeOut, empty func() error, err error) {
-	if path == "" || path == "-" {
-		none := func() error { return nil }
-		return stdout, none, none, nil
-	}
-	o, err := batch.Create(path)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return o, o.Close, o.Start, nil
-}
-
-// countLines counts the lines of a regular file (newlines, plus a last line without one) and
-// rewinds it, for the progress bar.
-func countLines(f *os.File) (int, error) {
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return 0, errors.New("not a regular file")
-	}
-	n, last := 0, byte('\n')
-	buf := make([]byte, 1<<20)
-	for {
-		k, err := f.Read(buf)
-		if k > 0 {
-			n += bytes.Count(buf[:k], []byte{'\n'})
-			last = buf[k-1]
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return 0, err
-		}
-	}
-	if last != '\n' {
-		n++
-	}
-	_, err = f.Seek(0, io.SeekStart)
-	return n, err
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+// isTerminal reports whether v (stdin, stdout, stderr) is a terminal.
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }

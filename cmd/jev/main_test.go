@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/internal/testenv"
 	"github.com/gojev/gojev/llama"
 )
@@ -220,7 +221,7 @@ func TestCountLines(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, []byte(tc.text), 0o644))
 		f, err := os.Open(p)
 		require.NoError(t, err)
-		n, err := countLines(f)
+		n, err := batch.CountLines(f)
 		require.NoError(t, err)
 		assert.Equal(t, tc.want, n, "%.20q", tc.text)
 		pos, err := f.Seek(0, io.SeekCurrent)

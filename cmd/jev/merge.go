@@ -130,7 +130,7 @@ func sameFile(a, b string) bool {
 // printProblems reports what keeps the parts from adding up, a few lines per kind.
 func printProblems(w io.Writer, in string, parts []string, problems []batch.Problem) {
 	const show = 5
-	lines, _ := countFileLinesOf(in)
+	lines, _ := batch.CountFileLines(in)
 	fmt.Fprintf(w, "jev merge: the %s do not add up to %s (%s):\n", plural(len(parts), "part"), in, plural(lines, "line"))
 	for _, kind := range batch.ProblemKinds {
 		var ps []batch.Problem
@@ -150,16 +150,6 @@ func printProblems(w io.Writer, in string, parts []string, problems []batch.Prob
 			fmt.Fprintf(w, "    ... and %d more\n", len(ps)-show)
 		}
 	}
-}
-
-// countFileLinesOf counts a file's lines as the merge numbers them.
-func countFileLinesOf(path string) (int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	return countLines(f)
 }
 
 // pluralPhrase writes "1 missing row", "2 missing rows", "2 parts still being written": the

@@ -66,7 +66,7 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	defer d.Close()
-	return eachLine(ctx, r, stdout, encode, func(line []byte, lineNo int) (any, error) {
+	return batch.Transform(ctx, r, stdout, encode, func(line []byte, lineNo int) (any, error) {
 		row, err := contract.ParseRow(line)
 		if err == nil {
 			var ps []gojev.Prompt

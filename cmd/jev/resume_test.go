@@ -194,7 +194,7 @@ func TestKilledRunResumes(t *testing.T) {
 func TestUnencodableRecordBecomesAnErrorRecord(t *testing.T) {
 	var out bytes.Buffer
 	nan := math.NaN()
-	err := eachLine(context.Background(), strings.NewReader("a\nb\nc\n"), &out, batch.JSONLines(), func(line []byte, lineNo int) (any, error) {
+	err := batch.Transform(context.Background(), strings.NewReader("a\nb\nc\n"), &out, batch.JSONLines(), func(line []byte, lineNo int) (any, error) {
 		dec := &gojev.Result{ID: json.RawMessage(strconv.Quote(string(line))), Chosen: "x"}
 		if lineNo == 2 {
 			dec.Options = []contract.OptionScore{{ID: "x", Logit: &nan, Logprob: nan, Probability: nan}}

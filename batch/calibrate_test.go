@@ -1,0 +1,98 @@
+package batch_test
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/batch"
+	"github.com/gojev/gojev/calibrate"
+	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/debias"
+)
+
+func TestRunFileOptions(t *testing.T) {
+	for _, tc := range []struct {
+		meta batch.RunFile
+		want gojev.Options
+	}{
+		{batch.RunFile{PromptVersion: contract.PromptVersion}, gojev.Options{Contract: gojev.Direct, Knockout: gojev.KnockoutOptions{Grouping: "shuffle"}}},
+		{batch.RunFile{PromptVersion: contract.BinaryPromptVersion, Debias: debias.Contextual},
+			gojev.Options{Contract: gojev.Binary, Debias: debias.Contextual, Knockout: gojev.KnockoutOptions{Grouping: "shuffle"}}},
+		{batch.RunFile{PromptVersion: contract.GuardedPromptVersion, Debias: debias.PriDe, Permute: 2, AbstainBelow: 0.4,
+			Detect: &batch.RunDetect{Threshold: 0.7, Abstain: true}, Knockout: &gojev.KnockoutOptions{Grouping: "file", Seed: 3}},
+			gojev.Options{Contract: gojev.Guarded, Debias: debias.PriDe, Permute: 2, AbstainBelow: 0.4, Detect: true, DetectThreshold: 0.7,
+				AbstainOnSuspect: true, Knockout: gojev.KnockoutOptions{Grouping: "file", Seed: 3}}},
+	} {
+		assert.Equal(t, tc.want, tc.meta.Options(), tc.meta.PromptVersion)
+	}
+}
+
+// rawRecord is a decision record of two options whose first has probability p.
+func rawRecord(line int, p float64, label string) string {
+	return fmt.Sprintf(`{"id":"r%d","prompt_version":"direct-options-v1","chosen":"o0","chosen_letter":"A","probability":%g,"options":[{"id":"o0","letter":"A","logprob":%g,"probability":%g},{"id":"o1","letter":"B","logprob":%g,"probability":%g}],"label":%q,"backend":"in-process","renderer":"go","template_date":"2026-12-01","ms":5,"stats":{},"line":%d}`,
+		line, p, math.Log(p), p, math.Log(1-p), 1-p, label, line) + "\n"
+}
+
+// CalibrateFile gives each decision the profile's calibrated probability and abstention, copies
+// error records as they are, and writes a run file naming the profile; a profile of another
+// model is refused.
+func TestCalibrateFile(t *testing.T) {
+	model := debias.ModelID{File: "m.gguf", SHA256: "ab"}
+	// An overconfident model: it says 0.9 and is right half the time.
+	var samples []calibrate.Sample
+	for i := range 40 {
+		samples = append(samples, calibrate.Sample{Scores: []float64{math.Log(0.9), math.Log(0.1)}, Label: i % 2})
+	}
+	prof, err := calibrate.New(model, contract.PromptVersion, map[string][]calibrate.Sample{"raw": samples}, 5)
+	require.NoError(t, err)
+	prof.SHA256 = "cafe"
+
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "raw.jsonl"), filepath.Join(dir, "cal.jsonl")
+	errRec := `{"id":"bad","line":3,"error":"bad row: missing \"state\""}` + "\n"
+	require.NoError(t, os.WriteFile(in, []byte(rawRecord(1, 0.9, "o0")+rawRecord(2, 0.9, "o1")+errRec), 0o644))
+	meta := &batch.RunFile{Input: "rows.jsonl", PromptVersion: contract.PromptVersion, Model: &model}
+	require.NoError(t, meta.Save(batch.RunFilePath(in)))
+
+	res, err := batch.CalibrateFile(in, out, prof, "profile.json", 0.8)
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.Decisions)
+	assert.Equal(t, 2, res.Abstained, "calibrated to about 0.5, below 0.8")
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	lines := strings.SplitAfter(string(data), "\n")
+	require.Len(t, lines, 4)
+	assert.Equal(t, errRec, lines[2], "the error record as it was")
+	decisions := filepath.Join(dir, "decisions.jsonl")
+	require.NoError(t, os.WriteFile(decisions, []byte(lines[0]+lines[1]), 0o644))
+	for _, r := range readResults(t, decisions) {
+		require.NotNil(t, r.Calibration)
+		assert.Equal(t, "cafe", r.Calibration.ProfileSHA256)
+		assert.InDelta(t, 0.9, r.Calibration.UncalibratedProbability, 1e-9)
+		assert.InDelta(t, 0.5, r.Probability, 0.15)
+		assert.True(t, r.Abstained)
+		assert.Equal(t, "o0", r.Chosen, "the choice is kept")
+	}
+	written, err := batch.ReadRunFile(batch.RunFilePath(out))
+	require.NoError(t, err)
+	assert.Equal(t, &batch.RunCalibration{File: "profile.json", SHA256: "cafe"}, written.Calibration)
+	assert.Equal(t, 0.8, written.AbstainBelow)
+	assert.Equal(t, "rows.jsonl", written.Input, "the input's run file, carried over")
+
+	meta.Model = &debias.ModelID{File: "other.gguf", SHA256: "cd"}
+	require.NoError(t, meta.Save(batch.RunFilePath(in)))
+	_, err = batch.CalibrateFile(in, filepath.Join(dir, "x.jsonl"), prof, "profile.json", 0)
+	var se *batch.SetupError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "Calibration", se.Field)
+	assert.ErrorIs(t, err, calibrate.ErrMismatch)
+	assert.NoFileExists(t, filepath.Join(dir, "x.jsonl"))
+}

@@ -1,0 +1,243 @@
+package batch_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/batch"
+	"github.com/gojev/gojev/debias"
+	"github.com/gojev/gojev/internal/testenv"
+)
+
+// writeRows writes n rows of k options (ids r1..rn) and returns the file's path.
+func writeRows(t *testing.T, dir string, n, k int) string {
+	t.Helper()
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		b.WriteString(rowLine(fmt.Sprintf("r%d", i), k) + "\n")
+	}
+	path := filepath.Join(dir, "rows.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
+	return path
+}
+
+// openSmall opens the small model for a Job.
+func openSmall(t *testing.T) func(context.Context, gojev.Options) (*gojev.Decider, error) {
+	model := testenv.SmallModel(t)
+	return func(ctx context.Context, o gojev.Options) (*gojev.Decider, error) {
+		o.NThreads = 2
+		return gojev.Open(ctx, model, o)
+	}
+}
+
+// What Job.Run refuses before it opens the model (a SetupError naming the Job field), leaving
+// the results file as it was.
+func TestJobRefusesBeforeOpening(t *testing.T) {
+	dir := t.TempDir()
+	rows := writeRows(t, dir, 4, 2)
+	record := `{"id":"r1","line":1,"prompt_version":"direct-options-v1","chosen":"o0"}` + "\n"
+	file := func(name, text, runFile string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(text), 0o644))
+		if runFile != "" {
+			require.NoError(t, os.WriteFile(batch.RunFilePath(p), []byte(runFile), 0o644))
+		}
+		return p
+	}
+	busy := filepath.Join(dir, "busy.jsonl")
+	held, err := batch.OpenResume(busy) // locked, as a run writing it holds it
+	require.NoError(t, err)
+	defer held.Close()
+	for _, tc := range []struct {
+		name  string
+		job   batch.Job
+		field string
+		want  string
+		is    error
+	}{
+		{"resuming without a results file", batch.Job{Resume: true}, "Resume", "needs its results file", nil},
+		{"an unreadable run file", batch.Job{Resume: true, Output: file("torn.jsonl", record, `{"prompt_version": "dir`)},
+			"Resume", "so the run cannot check that it continues them alike", batch.ErrRunFile},
+		{"a run file of another shard count", batch.Job{Resume: true, Shard: batch.Shard{I: 2, N: 4}, Output: file("rerun.jsonl", "", `{"shard":"0/1"}`)},
+			"Resume", "its run file says it holds shard 0/1, and this run is shard 2/4", nil},
+		{"records of another shard", batch.Job{Resume: true, Shard: batch.Shard{I: 1, N: 2}, Output: file("part-0.jsonl", record, "")},
+			"Resume", "it holds a record of input line 1, which is shard 0/2's, not this shard's (1/2)", nil},
+		{"a file another run is writing", batch.Job{Output: busy}, "Output", "another process is writing this file", batch.ErrBusy},
+		{"resuming a file another run is writing", batch.Job{Output: busy, Resume: true}, "Resume", "another process is writing this file", batch.ErrBusy},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var before []byte
+			if tc.job.Output != "" {
+				before, _ = os.ReadFile(tc.job.Output)
+			}
+			tc.job.Input = rows
+			tc.job.Open = func(context.Context, gojev.Options) (*gojev.Decider, error) {
+				t.Error("Open was called")
+				return nil, context.Canceled
+			}
+			_, err := tc.job.Run(context.Background())
+			var se *batch.SetupError
+			require.ErrorAs(t, err, &se)
+			assert.Equal(t, tc.field, se.Field)
+			assert.ErrorContains(t, err, tc.want)
+			if tc.is != nil {
+				assert.ErrorIs(t, err, tc.is)
+			}
+			if tc.job.Output != "" {
+				after, _ := os.ReadFile(tc.job.Output)
+				assert.Equal(t, before, after, "the results file is as it was")
+			}
+		})
+	}
+}
+
+// A Job writes its records and run file; a resumed Job of other settings is refused, one of
+// the same settings keeps the records and decides the rest.
+func TestJobRunsAndResumes(t *testing.T) {
+	open := openSmall(t)
+	dir := t.TempDir()
+	rows := writeRows(t, dir, 6, 3)
+	out := filepath.Join(dir, "out.jsonl")
+	job := batch.Job{Input: rows, Output: out, Open: open, RunFile: batch.RunFile{Jev: "test", Args: []string{"decide"}}}
+	var starts []batch.Start
+	var rowsAtStart []int
+	job.OnStart = func(s batch.Start) {
+		starts = append(starts, s)
+		n, ok := s.Rows()
+		assert.True(t, ok)
+		rowsAtStart = append(rowsAtStart, n)
+	}
+	sum, err := job.Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 6, sum.Decided)
+	assert.Positive(t, sum.Elapsed)
+	require.Len(t, starts, 1)
+	assert.Nil(t, starts[0].Resume, "a new run")
+	assert.Equal(t, []int{6}, rowsAtStart)
+	meta, err := batch.ReadRunFile(batch.RunFilePath(out))
+	require.NoError(t, err)
+	assert.Equal(t, "test", meta.Jev, "the caller's fields are kept")
+	assert.Equal(t, []string{"decide"}, meta.Args)
+	assert.Equal(t, rows, meta.Input)
+	assert.Equal(t, "direct-options-v1", meta.PromptVersion)
+	assert.Equal(t, "in-process", meta.Backend)
+	assert.Equal(t, filepath.Base(testenv.SmallModel(t)), meta.Model.File)
+	assert.Len(t, meta.Model.SHA256, 64)
+	assert.True(t, meta.Finished)
+	assert.Equal(t, [4]int{6, 6, 0, 0}, [4]int{meta.Rows, meta.Decided, meta.Errors, meta.Skipped})
+	assert.Nil(t, meta.Prior)
+	assert.Nil(t, meta.Knockout, "the default grouping is not recorded")
+
+	// As if killed after two records.
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	lines := strings.SplitAfter(string(data), "\n")
+	require.NoError(t, os.WriteFile(out, []byte(lines[0]+lines[1]), 0o644))
+
+	other := job
+	other.Resume, other.Options = true, gojev.Options{Debias: debias.Cyclic}
+	_, err = other.Run(context.Background())
+	var se *batch.SetupError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "Resume", se.Field)
+	assert.ErrorContains(t, err, "this run has different bias control (--debias, --permute) than the run that wrote it")
+	after, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, lines[0]+lines[1], string(after), "a refused resume appends nothing")
+
+	starts = nil
+	job.Resume = true
+	sum, err = job.Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, [2]int{2, 4}, [2]int{sum.Skipped, sum.Decided})
+	require.Len(t, starts, 1)
+	require.NotNil(t, starts[0].Resume)
+	assert.Equal(t, 2, starts[0].Resume.Records)
+	f, err := os.Open(out)
+	require.NoError(t, err)
+	defer f.Close()
+	entries, _, err := batch.ReadEntries(f)
+	require.NoError(t, err)
+	var got []int
+	for _, e := range entries {
+		got = append(got, e.Record.Line)
+	}
+	assert.Equal(t, []int{1, 2, 3, 4, 5, 6}, got)
+	meta, err = batch.ReadRunFile(batch.RunFilePath(out))
+	require.NoError(t, err)
+	assert.Equal(t, [2]int{4, 2}, [2]int{meta.Decided, meta.Skipped}, "the run file counts what this run did")
+}
+
+// PriDe's prior through a Job: estimated on the sample and saved to PriorFile (the sample rows
+// keep their permutation-averaged decisions); read back from the file by a second Job that
+// only wants the prior; and never estimated by a shard.
+func TestJobFindsPriDesPrior(t *testing.T) {
+	open := openSmall(t)
+	d, err := open(context.Background(), gojev.Options{Debias: debias.PriDe})
+	require.NoError(t, err)
+	defer d.Close()
+	dir := t.TempDir()
+	rows := writeRows(t, dir, 12, 3)
+	priorFile := filepath.Join(dir, "prior.json")
+	var events []batch.PriorEvent
+	job := batch.Job{Input: rows, Output: filepath.Join(dir, "out.jsonl"), Decider: d, PriorFile: priorFile, SampleMinRows: 4,
+		OnPrior: func(ev batch.PriorEvent) { events = append(events, ev) }}
+	_, err = job.Run(context.Background())
+	require.NoError(t, err)
+	require.Len(t, events, 3)
+	assert.Equal(t, []batch.PriorStep{batch.PriorEstimating, batch.PriorEstimated, batch.PriorSaved}, []batch.PriorStep{events[0].Step, events[1].Step, events[2].Step})
+	assert.Equal(t, [3]int{4, 12, 12}, [3]int{events[0].SampleRows, events[0].Prompts, events[0].Rows}, "4 rows of 3 options under their 3 shifts")
+	saved, err := debias.LoadPrior(priorFile)
+	require.NoError(t, err)
+	assert.Equal(t, 4, saved.ByOptions[3].SampleRows)
+	assert.Equal(t, filepath.Base(testenv.SmallModel(t)), saved.Model.File)
+	meta, err := batch.ReadRunFile(batch.RunFilePath(job.Output))
+	require.NoError(t, err)
+	assert.Equal(t, saved.ByOptions, meta.Prior.ByOptions, "the run file records the prior")
+	samples := 0
+	for _, r := range readResults(t, job.Output) {
+		if r.Debias.PriorSample {
+			samples++
+		}
+	}
+	assert.Equal(t, 4, samples)
+
+	events = nil
+	only := batch.Job{Input: rows, Decider: d, PriorFile: priorFile, PriorOnly: true, OnPrior: job.OnPrior}
+	sum, err := only.Run(context.Background())
+	require.NoError(t, err)
+	assert.Zero(t, sum.Rows, "decides nothing")
+	require.Len(t, events, 1)
+	assert.Equal(t, batch.PriorRead, events[0].Step)
+	assert.Equal(t, batch.FromPriorFile, events[0].From)
+
+	shard := batch.Job{Input: rows, Decider: d, Shard: batch.Shard{I: 0, N: 2}, PriorFile: filepath.Join(dir, "none.json")}
+	_, err = shard.Run(context.Background())
+	var se *batch.SetupError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "PriorFile", se.Field)
+}
+
+// readResults reads a results file's decisions.
+func readResults(t *testing.T, path string) []*gojev.Result {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	entries, _, err := batch.ReadEntries(f)
+	require.NoError(t, err)
+	var out []*gojev.Result
+	for _, e := range entries {
+		require.NotNil(t, e.Record, "line %d is a decision", e.N)
+		out = append(out, e.Record.Result)
+	}
+	return out
+}
