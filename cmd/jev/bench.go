@@ -80,7 +80,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if ctr != gojev.Direct {
 			return usageError{errors.New("--scorings measures the direct contract's bias control: drop --contract binary")}
 		}
-		rows, lines, err := readRowLines(in)
+		rows, lines, err := readRows(in)
 		if err != nil {
 			return err
 		}
@@ -98,7 +98,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return usageError{fmt.Errorf("--paths: unknown path %q", p)}
 		}
 	}
-	rows, err := readRows(in)
+	rows, _, err := readRows(in)
 	if err != nil {
 		return err
 	}
@@ -115,13 +115,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	var server string
 	if mf.runtime == "" && slices.Contains(paths, "http") {
-		if server, err = llamaserver.Find(repoRoot()); err != nil {
+		if server, err = llamaserver.Find(llamaserver.RepoRoot()); err != nil {
 			return err
 		}
 	}
 	var benchBin string
 	if slices.Contains(paths, "hardware") {
-		if benchBin, err = findBench(); err != nil {
+		if benchBin, err = llamaserver.FindBench(llamaserver.RepoRoot()); err != nil {
 			return err
 		}
 	}
@@ -152,18 +152,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "bench: wrote %s and %s\n", out, svg)
 	}
 	return nil
-}
-
-func findBench() (string, error) {
-	server, err := llamaserver.Find(repoRoot())
-	if err != nil {
-		return "", err
-	}
-	p := strings.TrimSuffix(server, "llama-server") + "llama-bench"
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("no llama-bench beside %s (run `make server`): %w", server, err)
-	}
-	return p, nil
 }
 
 func printBench(w io.Writer, r *bench.Report) {

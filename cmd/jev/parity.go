@@ -47,7 +47,7 @@ func runParity(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args, stderr, paritySynopsis); err != nil {
 		return err
 	}
-	rows, err := readRows(in)
+	rows, _, err := readRows(in)
 	if err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ func runParity(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var server string
 	if mf.runtime == "" {
-		if server, err = llamaserver.Find(repoRoot()); err != nil {
+		if server, err = llamaserver.Find(llamaserver.RepoRoot()); err != nil {
 			return err
 		}
 	}
@@ -70,7 +70,7 @@ func runParity(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		key = os.Getenv("JEV_API_KEY")
 	}
 	if corpus == "" {
-		corpus = filepath.Join(repoRoot(), "third_party", "llama.cpp", "models", "templates")
+		corpus = filepath.Join(llamaserver.RepoRoot(), "third_party", "llama.cpp", "models", "templates")
 	}
 	rep, err := parity.Run(ctx, parity.Config{Model: path, Rows: rows, Options: opts, Threads: mf.threads, Runtime: mf.runtime,
 		APIKey: key, NProbs: mf.nProbs, Server: server, Corpus: corpus, Python: python, Log: stderr})

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -44,6 +45,41 @@ func Find(repoRoot string) (string, error) {
 		return p, nil
 	}
 	return "", ErrNotFound
+}
+
+// FindBench returns the llama-bench binary that make server builds beside llama-server (Find).
+func FindBench(repoRoot string) (string, error) {
+	server, err := Find(repoRoot)
+	if err != nil {
+		return "", err
+	}
+	p := strings.TrimSuffix(server, "llama-server") + "llama-bench"
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("no llama-bench beside %s (run `make server`): %w", server, err)
+	}
+	return p, nil
+}
+
+// RepoRoot finds the gojev checkout a program was built in, for Find and the llama.cpp tree
+// (third_party/): the running executable's ../ when it holds third_party/ (bin/jev), else the
+// nearest folder above the working directory that holds third_party/llama.cpp.pin, else the
+// working directory.
+func RepoRoot() string {
+	if exe, err := os.Executable(); err == nil {
+		root := filepath.Dir(filepath.Dir(exe))
+		if _, err := os.Stat(filepath.Join(root, "third_party")); err == nil {
+			return root
+		}
+	}
+	wd, _ := os.Getwd()
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "third_party", "llama.cpp.pin")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return wd
+		}
+	}
 }
 
 // Options for Start.
