@@ -71,9 +71,9 @@ type Job struct {
 	// the errors that concern the profile.
 	CalibrationFile string
 
-	// RunFile holds the run file's fields that Run does not know: Jev, LlamaCpp, Args,
-	// NThreads, and Devices and Plugins, which Open may set once the runtime is up. Run fills
-	// in the rest (the model, contract, settings, shard, prior, counts and times).
+	// RunFile holds the run file's fields that Run does not know: Args, NThreads, and Devices
+	// and Plugins, which Open may set once the runtime is up. Run fills in the rest (the
+	// versions where empty, the model, contract, settings, shard, prior, counts and times).
 	RunFile RunFile
 
 	// Encode and OnRecord are Config's: how a record becomes a line (nil: JSON lines), and
@@ -402,6 +402,7 @@ func (j *Job) output() (*jobOutput, error) {
 // The model is hashed (ModelIdentity) only when something records or checks it.
 func (j *Job) newRunFile(d *gojev.Decider, opts gojev.Options) (*RunFile, error) {
 	meta := j.RunFile
+	meta.Jev, meta.LlamaCpp = cmp.Or(meta.Jev, Version()), cmp.Or(meta.LlamaCpp, LlamaCppVersion())
 	c := d.Check()
 	meta.Input, meta.PromptVersion, meta.Debias, meta.Permute = j.Input, opts.Contract.String(), opts.Debias, opts.Permute
 	meta.Started, meta.Backend, meta.Decode, meta.Shard = time.Now().UTC(), c.Backend, c.Decode, j.Shard.Spec()

@@ -125,6 +125,7 @@ func TestJobRunsAndResumes(t *testing.T) {
 	meta, err := batch.ReadRunFile(batch.RunFilePath(out))
 	require.NoError(t, err)
 	assert.Equal(t, "test", meta.Jev, "the caller's fields are kept")
+	assert.Equal(t, batch.LlamaCppVersion(), meta.LlamaCpp, "an empty version is filled in")
 	assert.Equal(t, []string{"decide"}, meta.Args)
 	assert.Equal(t, rows, meta.Input)
 	assert.Equal(t, "direct-options-v1", meta.PromptVersion)

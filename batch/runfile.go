@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/internal/atomicfile"
 	"github.com/gojev/gojev/knockout"
+	"github.com/gojev/gojev/llama"
 )
 
 // RunFile is what a run records beside its results file, in <results>.run.json (RunFilePath):
@@ -25,6 +28,8 @@ import (
 // again when it ends; a resumed run and Merge compare run files (Disagrees) before they join
 // records decided apart.
 type RunFile struct {
+	// Jev and LlamaCpp are gojev's version (Version) and the pinned llama.cpp's
+	// (LlamaCppVersion).
 	Jev      string   `json:"jev"`
 	LlamaCpp string   `json:"llama_cpp"`
 	Args     []string `json:"args"`
@@ -67,6 +72,51 @@ type RunFile struct {
 	// what it decided itself).
 	DecisionsPerS float64 `json:"decisions_per_s"`
 }
+
+// modulePath is gojev's module, as build info names it.
+const modulePath = "github.com/gojev/gojev"
+
+// Version is gojev's version as run files record it (RunFile.Jev), from the running
+// program's build info: when gojev is the program's own module (jev, built in a checkout),
+// "(devel)" and the commit ("(devel) 1a2b3c4d5e6f", "+dirty" for uncommitted changes); when it
+// is a dependency (a program embedding gojev), the version it requires (a tag, or a
+// pseudo-version naming the commit). "unknown" without build info.
+func Version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	if info.Main.Path != modulePath {
+		for _, d := range info.Deps {
+			if d.Path == modulePath {
+				if d.Replace != nil {
+					d = d.Replace
+				}
+				return cmp.Or(d.Version, "(devel)")
+			}
+		}
+	}
+	v := info.Main.Version // "(devel)" in a checkout, else the module version
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if rev != "" && v == "(devel)" {
+		v += " " + rev[:min(12, len(rev))] + dirty
+	}
+	return v
+}
+
+// LlamaCppVersion is the pinned llama.cpp as run files record it (RunFile.LlamaCpp): its tag
+// and commit, "v0.4.0 (80fb11ac73e6)".
+func LlamaCppVersion() string { return llama.LlamaCppTag + " (" + llama.LlamaCppCommit[:12] + ")" }
 
 // RunCalibration is the calibration profile a run used.
 type RunCalibration struct {

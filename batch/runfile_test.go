@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +13,7 @@ import (
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/debias"
+	"github.com/gojev/gojev/llama"
 )
 
 func TestRunFileRoundTripAndErrors(t *testing.T) {
@@ -67,4 +69,12 @@ func TestRunFilesDisagree(t *testing.T) {
 	b.Shard = "3/4"
 	b.Knockout = &gojev.KnockoutOptions{Grouping: "shuffle"}
 	assert.Empty(t, base().Disagrees(b))
+}
+
+// The versions a run file records: gojev's own module here (a test binary of the checkout),
+// and the llama.cpp pin.
+func TestVersions(t *testing.T) {
+	assert.True(t, strings.HasPrefix(batch.Version(), "(devel)"), batch.Version())
+	assert.Equal(t, llama.LlamaCppTag+" ("+llama.LlamaCppCommit[:12]+")", batch.LlamaCppVersion())
+	assert.Regexp(t, `^v\d+\.\d+\.\d+ \([0-9a-f]{12}\)$`, batch.LlamaCppVersion())
 }

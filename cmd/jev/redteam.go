@@ -129,7 +129,7 @@ func runRedteam(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	files := redteam.Files(families)
 	rep := &redteam.Report{Catalogue: cat.Version, Input: in, Rows: nrows, Families: families, Started: time.Now().UTC()}
 	cfg := &redteam.DecideConfig{Window: window, PriorFile: priorFile, Log: stderr,
-		RunFile: batch.RunFile{Jev: jevVersion(), LlamaCpp: llamaVersion(), NThreads: mf.threads},
+		RunFile: batch.RunFile{Jev: batch.Version(), LlamaCpp: batch.LlamaCppVersion(), NThreads: mf.threads},
 		Open:    func(o gojev.Options) (*gojev.Decider, error) { return mf.open(ctx, stderr, o) }}
 	for _, s := range settings {
 		rep.Settings = append(rep.Settings, s.Name)

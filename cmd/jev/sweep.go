@@ -113,7 +113,7 @@ func runSweep(ctx context.Context, sf sweepFlags, mf *modelFlags, in string, row
 	sw.Threads, sw.Model, sw.Contract = mf.threads, model, contract.PromptVersion
 	if rec != nil {
 		for i, p := range sw.Paths {
-			meta := batch.RunFile{Jev: jevVersion(), LlamaCpp: llamaVersion(), Args: os.Args[1:], Input: in, PromptVersion: contract.PromptVersion,
+			meta := batch.RunFile{Jev: batch.Version(), LlamaCpp: batch.LlamaCppVersion(), Args: os.Args[1:], Input: in, PromptVersion: contract.PromptVersion,
 				Debias: settings[i].method, Permute: settings[i].permute, Model: &id, Backend: deciders[i].Decider.Check().Backend,
 				Decode: deciders[i].Decider.Check().Decode, NThreads: mf.threads, Started: sw.Started}
 			if settings[i].method == debias.PriDe {
