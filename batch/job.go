@@ -506,21 +506,30 @@ func (j *Job) prior(ctx context.Context, d *gojev.Decider, opts gojev.Options, i
 	return prior, byLine, nil
 }
 
+// ReadPrior reads PriDe's prior file at path for a model and contract (promptVersion): nil
+// when the file does not exist yet (estimate one, then save it there), a SetupError (Field
+// "PriorFile", wrapping debias.ErrPriorFile or ErrPriorMismatch) when it cannot be read or
+// was estimated for another model or contract.
+func ReadPrior(path string, model debias.ModelID, promptVersion string) (*debias.Prior, error) {
+	p, err := debias.LoadPrior(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, &SetupError{"PriorFile", err}
+	}
+	if err := p.Check(model, promptVersion); err != nil {
+		return nil, &SetupError{"PriorFile", fmt.Errorf("%s: %w; estimate a new one (another file name)", path, err)}
+	}
+	return p, nil
+}
+
 // readPrior reads PriorFile (nil when it does not exist yet), else the calibration profile's
 // prior, each checked against the model and contract.
 func (j *Job) readPrior(opts gojev.Options, model debias.ModelID, promptVersion string) (*debias.Prior, PriorSource, error) {
 	if j.PriorFile != "" {
-		p, err := debias.LoadPrior(j.PriorFile)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return nil, 0, nil
-		case err != nil:
-			return nil, 0, &SetupError{"PriorFile", err}
-		}
-		if err := p.Check(model, promptVersion); err != nil {
-			return nil, 0, &SetupError{"PriorFile", fmt.Errorf("%s: %w; estimate a new one (another file name)", j.PriorFile, err)}
-		}
-		return p, FromPriorFile, nil
+		p, err := ReadPrior(j.PriorFile, model, promptVersion)
+		return p, FromPriorFile, err
 	}
 	if prof := opts.Calibration; prof != nil && prof.Prior != nil {
 		if err := prof.Prior.Check(model, promptVersion); err != nil {

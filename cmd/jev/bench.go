@@ -2,18 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/internal/bench"
-	"github.com/gojev/gojev/internal/llamaserver"
 )
 
 const benchSynopsis = `Usage: jev bench [-m MODEL.gguf] [-i rows.jsonl] [--contract direct|binary] [-o bench.json] [flags]
@@ -94,7 +91,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	paths := strings.Split(pathsFlag, ",")
 	for _, p := range paths {
-		if !slices.Contains([]string{"engine", "packed", "sequential", "http", "hardware"}, p) {
+		if !slices.Contains(bench.PathNames, p) {
 			return usageError{fmt.Errorf("--paths: unknown path %q", p)}
 		}
 	}
@@ -113,40 +110,16 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	var server string
-	if mf.runtime == "" && slices.Contains(paths, "http") {
-		if server, err = llamaserver.Find(llamaserver.RepoRoot()); err != nil {
-			return err
-		}
-	}
-	var benchBin string
-	if slices.Contains(paths, "hardware") {
-		if benchBin, err = llamaserver.FindBench(llamaserver.RepoRoot()); err != nil {
-			return err
-		}
-	}
-	base := gojev.Options{Contract: ctr, NThreads: mf.threads, NGPULayers: opts.NGPULayers, NoGPU: opts.NoGPU,
-		Plugins: opts.Plugins, CPUFallback: opts.CPUFallback, ChatTemplate: opts.ChatTemplate, ChatTemplateKwargs: opts.ChatTemplateKwargs, TemplateTime: opts.TemplateTime}
-	rep, err := bench.Measure(ctx, bench.Config{Model: model, Rows: rows, Paths: paths, Base: base, Threads: mf.threads,
-		Runtime: mf.runtime, APIKey: mf.apiKey, NProbs: mf.nProbs, Server: server, LlamaBench: benchBin, Log: stderr})
+	opts.Contract = ctr
+	rep, err := bench.Measure(ctx, bench.Config{Model: model, Rows: rows, Paths: paths, Base: opts, Threads: mf.threads,
+		Runtime: mf.runtime, APIKey: mf.apiKey, NProbs: mf.nProbs, Log: stderr})
 	if err != nil {
 		return err
 	}
 	printBench(stdout, rep)
 	if out != "" {
-		b, err := json.MarshalIndent(rep, "", "  ")
+		svg, err := rep.Save(out)
 		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
-			return err
-		}
-		svg := strings.TrimSuffix(out, ".json") + ".svg"
-		f, err := os.Create(svg)
-		if err != nil {
-			return err
-		}
-		if err := errors.Join(rep.WriteSVG(f), f.Close()); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "bench: wrote %s and %s\n", out, svg)

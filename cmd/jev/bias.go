@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"slices"
 	"strconv"
@@ -107,24 +106,6 @@ func (b *biasFlags) checkShard(m debias.Method, part batch.Shard, out string, re
 		return usageError{fmt.Errorf("--shard with --debias pride reads the shared prior from --prior %s, which is missing (%w): %s", b.priorFile, err, how)}
 	}
 	return nil
-}
-
-// loadPrior reads --prior FILE when it exists; a missing file returns nil (estimate, then save).
-func (b *biasFlags) loadPrior(model debias.ModelID, promptVersion string) (*debias.Prior, error) {
-	if b.priorFile == "" {
-		return nil, nil
-	}
-	p, err := debias.LoadPrior(b.priorFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, usageError{fmt.Errorf("--prior: %w", err)}
-	}
-	if err := p.Check(model, promptVersion); err != nil {
-		return nil, usageError{fmt.Errorf("--prior %s: %w; estimate a new one (another file name)", b.priorFile, err)}
-	}
-	return p, nil
 }
 
 // report says on w what batch.Job did to find PriDe's prior (profile: the --calibration file).

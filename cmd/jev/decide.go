@@ -203,9 +203,8 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if bar != nil {
 		_ = bar.Finish()
 	}
-	var se *batch.SetupError
-	if errors.As(err, &se) {
-		return usageError{fmt.Errorf("%s %w", jobFlags[se.Field], se.Err)}
+	if errors.As(err, new(*batch.SetupError)) {
+		return setupUsage(err)
 	}
 	if started && !quiet {
 		sum.print(stderr)
@@ -218,6 +217,16 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 
 // jobFlags names the flag of each batch.Job field a batch.SetupError names.
 var jobFlags = map[string]string{"Output": "-o", "Resume": "--resume", "PriorFile": "--prior", "Calibration": "--calibration"}
+
+// setupUsage turns a batch.SetupError into the usage error of the flag behind its field (exit
+// code 2); other errors stay as they are.
+func setupUsage(err error) error {
+	var se *batch.SetupError
+	if errors.As(err, &se) {
+		return usageError{fmt.Errorf("%s %w", jobFlags[se.Field], se.Err)}
+	}
+	return err
+}
 
 // startMessages says what a run is about to do once batch.Job has checked everything: what a
 // resumed run kept, where rows come from when stdin is a terminal, and that text lines print

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,22 +26,16 @@ type sweepFlags struct {
 }
 
 // runSweep is jev bench --scorings: the rows (with their input line numbers) decided under
-// each scoring in interleaved blocks, one Decider per scoring, in one process.
+// each scoring in interleaved blocks, one Decider per scoring, in one process (bench.RunScorings).
 func runSweep(ctx context.Context, sf sweepFlags, mf *modelFlags, in string, rows []contract.Row, lines []int, out string, stdout, stderr io.Writer) error {
 	names := strings.Split(sf.scorings, ",")
-	type setting struct {
-		method  debias.Method
-		permute int
-	}
-	settings := make([]setting, len(names))
 	needPrior := false
 	for i, n := range names {
-		m, p, err := bench.ParseScoring(strings.TrimSpace(n))
+		names[i] = strings.TrimSpace(n)
+		m, _, err := bench.ParseScoring(names[i])
 		if err != nil {
 			return usageError{fmt.Errorf("--scorings: %w", err)}
 		}
-		names[i] = strings.TrimSpace(n)
-		settings[i] = setting{m, p}
 		needPrior = needPrior || m == debias.PriDe
 	}
 	if needPrior && sf.priorFile == "" {
@@ -55,82 +48,19 @@ func runSweep(ctx context.Context, sf sweepFlags, mf *modelFlags, in string, row
 	if err != nil {
 		return err
 	}
-	var id debias.ModelID
-	var prior *debias.Prior
-	deciders := make([]bench.Scoring, len(names))
-	defer func() {
-		for _, s := range deciders {
-			if s.Decider != nil {
-				_ = s.Decider.Close()
-			}
-		}
-	}()
-	for i, n := range names {
-		d, err := mf.open(ctx, stderr, gojev.Options{Debias: settings[i].method, Permute: settings[i].permute, Prior: prior})
-		if err != nil {
-			return err
-		}
-		deciders[i] = bench.Scoring{Name: n, Decider: d}
-		if i == 0 {
-			m := d.Check().Model
-			if m == nil {
-				return usageError{errors.New("--scorings measures the in-process runtime: drop --runtime")}
-			}
-			if id, err = batch.ModelIdentity(m.Path, m.Name); err != nil {
-				return err
-			}
-			if needPrior {
-				bf := biasFlags{priorFile: sf.priorFile}
-				if prior, err = bf.loadPrior(id, contract.PromptVersion); err != nil {
-					return err
-				}
-				if prior == nil {
-					return usageError{fmt.Errorf("--prior %s: no such file: jev decide --debias pride --prior %s --prior-only -i ROWS estimates it", sf.priorFile, sf.priorFile)}
-				}
-			}
-		}
-		if settings[i].method == debias.PriDe {
-			d.SetPrior(prior)
-		}
+	sw, err := bench.RunScorings(ctx, bench.SweepConfig{Scorings: names, Rows: rows, Lines: lines, Block: sf.block, PriorFile: sf.priorFile,
+		Results: sf.results, RunFile: batch.RunFile{Args: os.Args[1:], Input: in, NThreads: mf.threads},
+		Open:  func(o gojev.Options) (*gojev.Decider, error) { return mf.open(ctx, stderr, o) },
+		Model: model, Threads: mf.threads, Log: stderr})
+	if errors.Is(err, bench.ErrNotInProcess) {
+		return usageError{errors.New("--scorings measures the in-process runtime: drop --runtime")}
 	}
-
-	var rec *bench.Recorder
-	if sf.results != "" {
-		if rec, err = bench.NewRecorder(sf.results, names, rows, lines); err != nil {
-			return err
-		}
-		defer rec.Close()
-	}
-	var record func(s, r int, o gojev.Outcome) error
-	if rec != nil {
-		record = rec.Record
-	}
-	fmt.Fprintf(stderr, "bench: %d rows under %s, in blocks of %d rows ...\n", len(rows), strings.Join(names, ", "), sf.block)
-	sw, err := bench.RunSweep(ctx, deciders, rows, sf.block, record)
 	if err != nil {
-		return err
-	}
-	sw.Threads, sw.Model, sw.Contract = mf.threads, model, contract.PromptVersion
-	if rec != nil {
-		for i, p := range sw.Paths {
-			meta := batch.RunFile{Jev: batch.Version(), LlamaCpp: batch.LlamaCppVersion(), Args: os.Args[1:], Input: in, PromptVersion: contract.PromptVersion,
-				Debias: settings[i].method, Permute: settings[i].permute, Model: &id, Backend: deciders[i].Decider.Check().Backend,
-				Decode: deciders[i].Decider.Check().Decode, NThreads: mf.threads, Started: sw.Started}
-			if settings[i].method == debias.PriDe {
-				meta.Prior = prior
-			}
-			if err := rec.Finish(i, p, meta); err != nil {
-				return err
-			}
-		}
+		return setupUsage(err)
 	}
 	printSweep(stdout, sw)
 	if out != "" {
-		b, err := json.MarshalIndent(sw, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
+		if err := sw.Save(out); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "bench: wrote %s\n", out)

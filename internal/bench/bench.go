@@ -11,7 +11,10 @@ import (
 	"fmt"
 	"os/exec"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/gojev/gojev/internal/atomicfile"
 )
 
 // Path is one measured decision path.
@@ -156,4 +159,26 @@ func (r *Report) Compare() {
 			r.Differences = append(r.Differences, fmt.Sprintf("row %d: chose %q (engine) vs %q (%s)", i, r.Engine.Chosen[i], ref.Chosen[i], ref.Name))
 		}
 	}
+}
+
+// Save writes the report as indented JSON to path and its chart (WriteSVG) beside it, the
+// .json suffix replaced by .svg; it returns the chart's path.
+func (r *Report) Save(path string) (svg string, err error) {
+	if err := saveJSON(path, r); err != nil {
+		return "", err
+	}
+	svg = strings.TrimSuffix(path, ".json") + ".svg"
+	return svg, atomicfile.Write(svg, r.WriteSVG)
+}
+
+// Save writes the sweep as indented JSON to path.
+func (sw *Sweep) Save(path string) error { return saveJSON(path, sw) }
+
+// saveJSON writes v to path as indented JSON, whole or not at all.
+func saveJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteBytes(path, append(b, '\n'))
 }

@@ -2,12 +2,18 @@ package bench
 
 import (
 	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gojev/gojev/batch"
+	"github.com/gojev/gojev/debias"
 )
 
 func TestPercentilesNearestRank(t *testing.T) {
@@ -41,4 +47,28 @@ func TestCompareAndChart(t *testing.T) {
 	require.NoError(t, r.WriteSVG(&svg))
 	assert.True(t, strings.HasPrefix(svg.String(), "<?xml") || strings.Contains(svg.String(), "<svg"))
 	assert.Contains(t, svg.String(), "engine")
+
+	out := filepath.Join(t.TempDir(), "bench.json")
+	chart, err := r.Save(out)
+	require.NoError(t, err)
+	assert.Equal(t, strings.TrimSuffix(out, ".json")+".svg", chart)
+	var back Report
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &back))
+	assert.Equal(t, r.Ratios, back.Ratios)
+	saved, err := os.ReadFile(chart)
+	require.NoError(t, err)
+	assert.Equal(t, svg.String(), string(saved), "the chart beside it")
+}
+
+// The pride scorings read an existing prior file: a missing one is a batch.SetupError that
+// says how to estimate it.
+func TestSweepNeedsAnExistingPrior(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "prior.json")
+	_, err := readPrior(path, debias.ModelID{File: "m.gguf"})
+	var se *batch.SetupError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "PriorFile", se.Field)
+	assert.ErrorContains(t, err, path+": no such file: jev decide --debias pride --prior "+path+" --prior-only")
 }

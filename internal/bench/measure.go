@@ -13,11 +13,14 @@ import (
 	"github.com/gojev/gojev/internal/llamaserver"
 )
 
-// Config is what Measure runs: the rows through each of Paths (engine, packed, sequential,
-// http, hardware) on the model, with the Base options (contract, threads, template) the CLI
-// parsed. Runtime is a llama-server's URL for the http path (else Server, a llama-server
-// binary, is started on the model); LlamaBench is llama-bench's binary for the hardware path;
-// Log gets progress lines.
+// PathNames are the paths Measure knows, in the order it runs them.
+var PathNames = []string{"engine", "packed", "sequential", "http", "hardware"}
+
+// Config is what Measure runs: the rows through each of Paths (PathNames) on the model, with
+// the Base options (contract, threads, template, devices) the CLI parsed. Runtime is a
+// llama-server's URL for the http path (else Server, a llama-server binary, is started on the
+// model: "" finds the one make server built, llamaserver.Find); LlamaBench is llama-bench's
+// binary for the hardware path ("" finds it beside llama-server); Log gets progress lines.
 type Config struct {
 	Model      string
 	Rows       []contract.Row
@@ -35,6 +38,20 @@ type Config struct {
 // Measure runs the rows through each path, one after the other, and returns the report with
 // its ratios and agreement checks (Report.Compare).
 func Measure(ctx context.Context, cfg Config) (*Report, error) {
+	var err error
+	if cfg.Server == "" && cfg.Runtime == "" && slices.Contains(cfg.Paths, "http") {
+		if cfg.Server, err = llamaserver.Find(llamaserver.RepoRoot()); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.LlamaBench == "" && slices.Contains(cfg.Paths, "hardware") {
+		if cfg.LlamaBench, err = llamaserver.FindBench(llamaserver.RepoRoot()); err != nil {
+			return nil, err
+		}
+	}
+	b := cfg.Base // the runtime settings every path shares; each path sets its own decoding
+	cfg.Base = gojev.Options{Contract: b.Contract, NThreads: cfg.Threads, NGPULayers: b.NGPULayers, NoGPU: b.NoGPU, Plugins: b.Plugins,
+		CPUFallback: b.CPUFallback, ChatTemplate: b.ChatTemplate, ChatTemplateKwargs: b.ChatTemplateKwargs, TemplateTime: b.TemplateTime}
 	rows, model := cfg.Rows, cfg.Model
 	rep := &Report{Rows: len(rows), Threads: cfg.Threads, Model: model, Contract: cfg.Base.Contract.String(), Started: time.Now().UTC()}
 	bopts := backend.Options{ChatTemplateKwargs: cfg.Base.ChatTemplateKwargs, TemplateTime: cfg.Base.TemplateTime}
@@ -123,7 +140,6 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 			n = 256
 		}
 		fmt.Fprintf(cfg.Log, "bench: hardware: llama-bench -p %d -t %d ...\n", n, cfg.Threads)
-		var err error
 		if rep.HardwarePromptTokensPerS, err = LlamaBench(ctx, cfg.LlamaBench, model, cfg.Threads, n); err != nil {
 			return nil, err
 		}

@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -135,6 +137,128 @@ func RunSweep(ctx context.Context, scorings []Scoring, rows []contract.Row, bloc
 		}
 	}
 	return sw, nil
+}
+
+// ErrNotInProcess: a sweep measures the in-process runtime, and Open gave a Decider over
+// another (a llama-server).
+var ErrNotInProcess = errors.New("bench: the sweep measures the in-process runtime")
+
+// SweepConfig is what RunScorings runs: Rows (at their input Lines) decided under each of
+// Scorings (names ParseScoring reads), in blocks of Block rows, one Decider each from Open.
+type SweepConfig struct {
+	Scorings []string
+	Rows     []contract.Row
+	Lines    []int
+	Block    int
+	// PriorFile is PriDe's prior file, which the pride scorings read (checked against the
+	// model); they never estimate one, since the sweep times decoding.
+	PriorFile string
+	// Results, when set, is the folder each scoring's records go to (Recorder), with a run
+	// file from RunFile (Input, Args, NThreads) and the scoring's settings.
+	Results string
+	RunFile batch.RunFile
+	// Open opens a Decider in-process with the scoring's bias control in opts.
+	Open func(opts gojev.Options) (*gojev.Decider, error)
+	// Model is the model file and Threads the threads, for the report; Log gets a progress
+	// line.
+	Model   string
+	Threads int
+	Log     io.Writer
+}
+
+// RunScorings is jev bench --scorings: it opens a Decider per scoring, reads the pride
+// scorings' prior, decides the rows under every scoring (RunSweep) and, with Results, writes
+// each scoring's records and run file. Errors: ErrNotInProcess, a batch.SetupError for the
+// prior file (missing, unreadable, another model's), or a decision's or a file's.
+func RunScorings(ctx context.Context, cfg SweepConfig) (*Sweep, error) {
+	type setting struct {
+		method  debias.Method
+		permute int
+	}
+	settings := make([]setting, len(cfg.Scorings))
+	for i, n := range cfg.Scorings {
+		m, p, err := ParseScoring(n)
+		if err != nil {
+			return nil, err
+		}
+		settings[i] = setting{m, p}
+	}
+	var id debias.ModelID
+	var prior *debias.Prior
+	deciders := make([]Scoring, len(cfg.Scorings))
+	defer func() {
+		for _, s := range deciders {
+			if s.Decider != nil {
+				_ = s.Decider.Close()
+			}
+		}
+	}()
+	for i, n := range cfg.Scorings {
+		d, err := cfg.Open(gojev.Options{Debias: settings[i].method, Permute: settings[i].permute, Prior: prior})
+		if err != nil {
+			return nil, err
+		}
+		deciders[i] = Scoring{Name: n, Decider: d}
+		if i == 0 {
+			m := d.Check().Model
+			if m == nil {
+				return nil, ErrNotInProcess
+			}
+			if id, err = batch.ModelIdentity(m.Path, m.Name); err != nil {
+				return nil, err
+			}
+		}
+		if settings[i].method == debias.PriDe && prior == nil {
+			if prior, err = readPrior(cfg.PriorFile, id); err != nil {
+				return nil, err
+			}
+		}
+		if settings[i].method == debias.PriDe {
+			d.SetPrior(prior)
+		}
+	}
+
+	var rec *Recorder
+	var record func(s, r int, o gojev.Outcome) error
+	if cfg.Results != "" {
+		var err error
+		if rec, err = NewRecorder(cfg.Results, cfg.Scorings, cfg.Rows, cfg.Lines); err != nil {
+			return nil, err
+		}
+		defer rec.Close()
+		record = rec.Record
+	}
+	fmt.Fprintf(cfg.Log, "bench: %d rows under %s, in blocks of %d rows ...\n", len(cfg.Rows), strings.Join(cfg.Scorings, ", "), cfg.Block)
+	sw, err := RunSweep(ctx, deciders, cfg.Rows, cfg.Block, record)
+	if err != nil {
+		return nil, err
+	}
+	sw.Threads, sw.Model, sw.Contract = cfg.Threads, cfg.Model, contract.PromptVersion
+	for i, p := range sw.Paths {
+		if rec == nil {
+			break
+		}
+		c := deciders[i].Decider.Check()
+		meta := cfg.RunFile
+		meta.Jev, meta.LlamaCpp, meta.PromptVersion, meta.Model = batch.Version(), batch.LlamaCppVersion(), contract.PromptVersion, &id
+		meta.Debias, meta.Permute, meta.Backend, meta.Decode, meta.Started = settings[i].method, settings[i].permute, c.Backend, c.Decode, sw.Started
+		if settings[i].method == debias.PriDe {
+			meta.Prior = prior
+		}
+		if err := rec.Finish(i, p, meta); err != nil {
+			return nil, err
+		}
+	}
+	return sw, nil
+}
+
+// readPrior reads the pride scorings' prior file, which must exist.
+func readPrior(path string, model debias.ModelID) (*debias.Prior, error) {
+	prior, err := batch.ReadPrior(path, model, contract.PromptVersion)
+	if err == nil && prior == nil {
+		err = &batch.SetupError{Field: "PriorFile", Err: fmt.Errorf("%s: no such file: jev decide --debias pride --prior %s --prior-only -i ROWS estimates it", path, path)}
+	}
+	return prior, err
 }
 
 // ParseScoring turns a scoring name (calibrate's names: raw, pride, cyclic, permute-N,
