@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/internal/atomicfile"
 )
 
 // Merge joins the results files of one input's shards (parts) into one file in input order,
@@ -52,6 +53,51 @@ func Merge(input string, parts []string, out io.Writer) (*Merged, []Problem, err
 		res.Summary.Elapsed = time.Duration(res.RunFile.ElapsedS * float64(time.Second))
 	}
 	return res, nil, nil
+}
+
+// MergeFile is Merge into the results file out, which is written whole (atomically) only when
+// the parts add up: with Problems it writes nothing. The merged run file, with args as its
+// Args (the command that merged), goes beside out. out must be neither the input nor a part
+// (a SetupError, Field "Output").
+func MergeFile(input string, parts []string, out string, args []string) (*Merged, []Problem, error) {
+	for _, p := range append([]string{input}, parts...) {
+		if sameFile(p, out) {
+			return nil, nil, &SetupError{"Output", fmt.Errorf("%s is also an input of the merge (%s): write the merged file elsewhere", out, p)}
+		}
+	}
+	var res *Merged
+	var problems []Problem
+	errProblems := errors.New("the parts do not add up") // keeps atomicfile from writing out
+	err := atomicfile.Write(out, func(w io.Writer) error {
+		var err error
+		if res, problems, err = Merge(input, parts, w); err == nil && len(problems) > 0 {
+			err = errProblems
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, errProblems):
+		return res, problems, nil
+	case err != nil:
+		return nil, nil, err
+	}
+	if res.RunFile != nil {
+		res.RunFile.Args = args
+		if err := res.RunFile.Save(RunFilePath(out)); err != nil {
+			return nil, nil, fmt.Errorf("writing the run file: %w", err)
+		}
+	}
+	return res, nil, nil
+}
+
+// sameFile reports whether two paths name one existing file.
+func sameFile(a, b string) bool {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
 }
 
 // Merged is what a Merge wrote: the records' Summary (Elapsed from the first part's start to

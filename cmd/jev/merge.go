@@ -54,55 +54,31 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return usageError{err}
 	}
-	for _, p := range append(parts, in) {
-		if out != "" && out != "-" && sameFile(p, out) {
-			return usageError{fmt.Errorf("-o %s is also an input of the merge (%s): write the merged file elsewhere", out, p)}
-		}
-	}
 	if _, err := os.Stat(in); err != nil {
 		return usageError{fmt.Errorf("-i: %w", err)}
 	}
 	var res *batch.Merged
 	var problems []batch.Problem
-	write := func(w io.Writer) error {
-		var err error
-		if res, problems, err = batch.Merge(in, parts, w); err != nil {
-			return err
-		}
-		if len(problems) > 0 {
-			return errMergeProblems
-		}
-		return nil
-	}
 	if out == "" || out == "-" {
-		// Merge writes nothing until every check has passed.
-		err = write(stdout)
+		res, problems, err = batch.Merge(in, parts, stdout) // it writes nothing until every check has passed
 	} else {
-		err = writeFile(out, write)
+		res, problems, err = batch.MergeFile(in, parts, out, append([]string{"merge"}, args...))
 	}
 	if res != nil && res.NoRunFiles && !quiet {
 		fmt.Fprintln(stderr, "jev merge: no part has a run file (<part>.run.json): the parts' models and flags cannot be checked")
 	}
-	if errors.Is(err, errMergeProblems) {
+	if len(problems) > 0 {
 		printProblems(stderr, in, parts, problems)
-		return err
+		return errMergeProblems
 	}
 	if errors.Is(err, batch.ErrNotRecord) || errors.Is(err, os.ErrNotExist) {
 		return usageError{err}
 	}
 	if err != nil {
-		return err
+		return setupUsage(err)
 	}
 	sum := summary{Summary: res.Summary, cmd: "jev merge"}
 	meta := res.RunFile
-	if meta != nil {
-		meta.Args = append([]string{"merge"}, args...)
-		if out != "" && out != "-" {
-			if err := meta.Save(batch.RunFilePath(out)); err != nil {
-				return fmt.Errorf("writing the run file: %w", err)
-			}
-		}
-	}
 	if !quiet {
 		fmt.Fprintf(stderr, "jev merge: %s from %s, every input line once", plural(sum.Rows, "record"), plural(len(parts), "part"))
 		if out != "" && out != "-" {
@@ -115,16 +91,6 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		sum.print(stderr)
 	}
 	return nil
-}
-
-// sameFile reports whether two paths name one existing file.
-func sameFile(a, b string) bool {
-	sa, err := os.Stat(a)
-	if err != nil {
-		return false
-	}
-	sb, err := os.Stat(b)
-	return err == nil && os.SameFile(sa, sb)
 }
 
 // printProblems reports what keeps the parts from adding up, a few lines per kind.
