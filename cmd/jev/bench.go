@@ -112,7 +112,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	opts.Contract = ctr
 	rep, err := bench.Measure(ctx, bench.Config{Model: model, Rows: rows, Paths: paths, Base: opts, Threads: mf.threads,
-		Runtime: mf.runtime, APIKey: mf.apiKey, NProbs: mf.nProbs, Log: stderr})
+		Runtime: mf.runtime, APIKey: mf.key(), NProbs: mf.nProbs, Log: stderr})
 	if err != nil {
 		return err
 	}

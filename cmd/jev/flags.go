@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -192,13 +193,9 @@ func (f *modelFlags) open(ctx context.Context, stderr io.Writer, base gojev.Opti
 		if f.renderer != "" && f.renderer != backend.RendererServer {
 			return nil, usageError{fmt.Errorf("--renderer %s: with --runtime the server renders (--renderer server)", f.renderer)}
 		}
-		key := f.apiKey
-		if key == "" {
-			key = os.Getenv("JEV_API_KEY")
-		}
 		b := backend.NewHTTP(f.runtime, backend.HTTPOptions{
 			Options: backend.Options{ChatTemplateKwargs: opts.ChatTemplateKwargs, TemplateTime: opts.TemplateTime},
-			APIKey:  key, NProbs: f.nProbs,
+			APIKey:  f.key(), NProbs: f.nProbs,
 		})
 		if err := reachable(ctx, b); err != nil {
 			return nil, err
@@ -214,6 +211,9 @@ func (f *modelFlags) open(ctx context.Context, stderr io.Writer, base gojev.Opti
 	}
 	return gojev.Open(ctx, path, opts)
 }
+
+// key resolves --api-key, then $JEV_API_KEY.
+func (f *modelFlags) key() string { return cmp.Or(f.apiKey, os.Getenv("JEV_API_KEY")) }
 
 // checkLocalRenderer checks --renderer for an in-process run.
 func (f *modelFlags) checkLocalRenderer() error {

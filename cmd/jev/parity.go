@@ -8,10 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
-	"github.com/gojev/gojev/internal/llamaserver"
 	"github.com/gojev/gojev/internal/parity"
 )
 
@@ -59,21 +56,8 @@ func runParity(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	var server string
-	if mf.runtime == "" {
-		if server, err = llamaserver.Find(llamaserver.RepoRoot()); err != nil {
-			return err
-		}
-	}
-	key := mf.apiKey
-	if key == "" {
-		key = os.Getenv("JEV_API_KEY")
-	}
-	if corpus == "" {
-		corpus = filepath.Join(llamaserver.RepoRoot(), "third_party", "llama.cpp", "models", "templates")
-	}
 	rep, err := parity.Run(ctx, parity.Config{Model: path, Rows: rows, Options: opts, Threads: mf.threads, Runtime: mf.runtime,
-		APIKey: key, NProbs: mf.nProbs, Server: server, Corpus: corpus, Python: python, Log: stderr})
+		APIKey: mf.key(), NProbs: mf.nProbs, Corpus: corpus, Python: python, Log: stderr})
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/backend"
@@ -17,8 +18,9 @@ import (
 
 // Config is what Run compares: the rows on the model in-process (with Options' template,
 // kwargs, clock and devices) against a llama-server: Runtime's URL, or Server (a llama-server
-// binary) started on the model; and, unless Corpus is "none", the chat-template corpus in the
-// folder Corpus (with Python if it has jinja2). Log gets progress and notes.
+// binary; "" finds the one make server built, llamaserver.Find) started on the model; and,
+// unless Corpus is "none", the chat-template corpus in the folder Corpus ("" is the pinned
+// llama.cpp's models/templates) (with Python if it has jinja2). Log gets progress and notes.
 type Config struct {
 	Model   string
 	Rows    []contract.Row
@@ -35,6 +37,15 @@ type Config struct {
 
 // Run makes the parity table (Rows, RunCorpus).
 func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.Runtime == "" && cfg.Server == "" {
+		var err error
+		if cfg.Server, err = llamaserver.Find(llamaserver.RepoRoot()); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Corpus == "" {
+		cfg.Corpus = filepath.Join(llamaserver.RepoRoot(), "third_party", "llama.cpp", "models", "templates")
+	}
 	o := cfg.Options
 	bopts := backend.Options{ChatTemplateKwargs: o.ChatTemplateKwargs, TemplateTime: o.TemplateTime}
 	ip, err := backend.OpenInProcess(cfg.Model, backend.InProcessOptions{Options: bopts,
