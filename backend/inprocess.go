@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -33,6 +34,20 @@ type InProcess struct {
 	nCtxTrain int
 	cached    []llama.Token // tokens of sequence 0 now in the KV cache, guarded by mu
 	opts      InProcessOptions
+}
+
+// Devices names what decides, as run files record it (batch.RunFile.Devices and Plugins): the
+// GPU devices that take layers under n_gpu_layers, and the CPU unless every layer is
+// offloaded; and the backend plugins loaded in this process (llama.LoadedBackends), sorted.
+func (b *InProcess) Devices() (devices, plugins []string) {
+	n := b.opts.nGPULayers()
+	if n != 0 {
+		devices = llama.GPUNames(llama.Devices())
+	}
+	if len(devices) == 0 || n > 0 {
+		devices = append(devices, "CPU")
+	}
+	return devices, slices.Sorted(maps.Keys(llama.LoadedBackends()))
 }
 
 // Options returns the options in force, defaults filled in (NCtx is the actual n_ctx).

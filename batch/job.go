@@ -71,9 +71,10 @@ type Job struct {
 	// the errors that concern the profile.
 	CalibrationFile string
 
-	// RunFile holds the run file's fields that Run does not know: Args, NThreads, and Devices
-	// and Plugins, which Open may set once the runtime is up. Run fills in the rest (the
-	// versions where empty, the model, contract, settings, shard, prior, counts and times).
+	// RunFile holds the run file's fields that Run does not know: Args and NThreads. Run fills
+	// in the rest: the versions, and the devices and plugins of an in-process runtime
+	// (backend.InProcess.Devices), where they are empty; the model, contract, settings, shard,
+	// prior, counts and times.
 	RunFile RunFile
 
 	// Encode and OnRecord are Config's: how a record becomes a line (nil: JSON lines), and
@@ -407,6 +408,9 @@ func (j *Job) newRunFile(d *gojev.Decider, opts gojev.Options) (*RunFile, error)
 	meta.Input, meta.PromptVersion, meta.Debias, meta.Permute = j.Input, opts.Contract.String(), opts.Debias, opts.Permute
 	meta.Started, meta.Backend, meta.Decode, meta.Shard = time.Now().UTC(), c.Backend, c.Decode, j.Shard.Spec()
 	meta.AbstainBelow, meta.Detect, meta.Knockout = opts.AbstainBelow, runDetect(opts), runKnockout(opts.Knockout)
+	if rt, ok := d.Runtime().(interface{ Devices() ([]string, []string) }); ok && meta.Devices == nil {
+		meta.Devices, meta.Plugins = rt.Devices() // backend.InProcess: the devices that decide
+	}
 	prof, pride := opts.Calibration, opts.Debias == debias.PriDe
 	if prof != nil {
 		meta.Calibration = &RunCalibration{File: j.CalibrationFile, SHA256: prof.SHA256}

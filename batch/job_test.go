@@ -130,6 +130,7 @@ func TestJobRunsAndResumes(t *testing.T) {
 	assert.Equal(t, rows, meta.Input)
 	assert.Equal(t, "direct-options-v1", meta.PromptVersion)
 	assert.Equal(t, "in-process", meta.Backend)
+	assert.Equal(t, []string{"CPU"}, meta.Devices, "no plugin: the CPU decides")
 	assert.Equal(t, filepath.Base(testenv.SmallModel(t)), meta.Model.File)
 	assert.Len(t, meta.Model.SHA256, 64)
 	assert.True(t, meta.Finished)

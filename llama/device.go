@@ -34,6 +34,17 @@ type Device struct {
 // GPU reports whether layers can be offloaded to d (a discrete or integrated GPU).
 func (d Device) GPU() bool { return d.Type == DeviceGPU || d.Type == DeviceIGPU }
 
+// GPUNames names the devices of devs that layers can be offloaded to (Device.GPU), in order.
+func GPUNames(devs []Device) []string {
+	var out []string
+	for _, d := range devs {
+		if d.GPU() {
+			out = append(out, d.Name)
+		}
+	}
+	return out
+}
+
 // Devices lists the devices ggml has registered, in its order (ggml_backend_dev_count,
 // ggml_backend_dev_get): the CPU in a CPU build, and the GPUs of the GPU backends built in. It
 // initialises the backends first (llama_backend_init). Safe from several goroutines.

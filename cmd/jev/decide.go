@@ -166,14 +166,8 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 
 	job := &batch.Job{Input: in, In: r, Output: out, Out: stdout, Resume: resume, Shard: part, Window: window, Options: opts,
 		PriorFile: bf.priorFile, SampleFraction: bf.sampleFrac, SampleMinRows: bf.sampleMinRn, PriorOnly: bf.priorOnly, CalibrationFile: cf.profile,
-		RunFile: batch.RunFile{Args: args, NThreads: mf.threads}}
-	job.Open = func(ctx context.Context, o gojev.Options) (*gojev.Decider, error) {
-		d, err := mf.open(ctx, stderr, o)
-		if err == nil && d.Check().Decode != "" { // in-process
-			job.RunFile.Devices, job.RunFile.Plugins = runtimeDevices(mf.nGPULayers)
-		}
-		return d, err
-	}
+		RunFile: batch.RunFile{Args: args, NThreads: mf.threads},
+		Open:    func(ctx context.Context, o gojev.Options) (*gojev.Decider, error) { return mf.open(ctx, stderr, o) }}
 	if text {
 		job.Encode = textEncoder(toTerminal)
 	}

@@ -22,12 +22,6 @@ import (
 // setNativeLogger sends llama.cpp's log (and its plugins') to logger.
 func setNativeLogger(logger *slog.Logger) { llama.SetLogger(logger) }
 
-// runtimeDevices names the devices that decide with n_gpu_layers and the backend plugins
-// loaded, for the run file.
-func runtimeDevices(nGPULayers int) (devices, plugins []string) {
-	return decidingDevices(llama.Devices(), nGPULayers), slices.Sorted(maps.Keys(llama.LoadedBackends()))
-}
-
 // printInProcess prints jev check's in-process lines: the model, plugins, devices, which
 // device decides and the decode mode (nothing over --runtime).
 func printInProcess(stdout io.Writer, d *gojev.Decider, nGPULayers int) {
@@ -58,7 +52,7 @@ func printInProcess(stdout io.Writer, d *gojev.Decider, nGPULayers int) {
 // a GPU backend is there and layers are offloaded, else the CPU. plugins is how many backend
 // plugins were loaded.
 func decidingDevice(devs []llama.Device, nGPULayers, plugins int) string {
-	gpus := gpuNames(devs)
+	gpus := llama.GPUNames(devs)
 	switch {
 	case len(gpus) == 0 && plugins > 0:
 		return "CPU (the plugin loaded but found no GPU device: see the warning above)"
@@ -70,30 +64,6 @@ func decidingDevice(devs []llama.Device, nGPULayers, plugins int) string {
 		return strings.Join(gpus, ", ") + " (-ngl -1: every layer offloaded)"
 	}
 	return fmt.Sprintf("%s and the CPU (-ngl %d: that many layers offloaded, the rest on the CPU)", strings.Join(gpus, ", "), nGPULayers)
-}
-
-// decidingDevices names the devices that decide with n_gpu_layers: the GPUs that take layers,
-// and the CPU unless every layer is offloaded.
-func decidingDevices(devs []llama.Device, nGPULayers int) []string {
-	var out []string
-	if nGPULayers != 0 {
-		out = gpuNames(devs)
-	}
-	if len(out) == 0 || nGPULayers > 0 {
-		out = append(out, "CPU")
-	}
-	return out
-}
-
-// gpuNames names the devices layers can be offloaded to (Device.GPU), in ggml's order.
-func gpuNames(devs []llama.Device) []string {
-	var out []string
-	for _, d := range devs {
-		if d.GPU() {
-			out = append(out, d.Name)
-		}
-	}
-	return out
 }
 
 // gib writes a byte count in GiB.

@@ -19,8 +19,6 @@ var errNeedsCgo = errors.New("this jev was built without cgo (CGO_ENABLED=0), so
 
 func setNativeLogger(*slog.Logger) {}
 
-func runtimeDevices(int) (devices, plugins []string) { return nil, nil }
-
 func printInProcess(io.Writer, *gojev.Decider, int) {}
 
 func runParity(context.Context, []string, io.Writer, io.Writer) error {
