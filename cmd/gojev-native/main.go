@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/gojev/gojev/internal/cache"
 )
 
 // modulePath is the module whose native libraries this command builds.
@@ -176,18 +178,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 // cacheDir is --cache, else $GOJEV_CACHE, else ~/.cache/gojev (the scripts' default), absolute.
 func cacheDir(flag string) (string, error) {
-	d := flag
-	if d == "" {
-		d = os.Getenv("GOJEV_CACHE")
+	if flag != "" {
+		return filepath.Abs(flag)
 	}
-	if d == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("no home folder for the default cache (use --cache DIR): %v", err)
-		}
-		d = filepath.Join(home, ".cache", "gojev")
+	d, err := cache.Dir()
+	if err != nil {
+		return "", fmt.Errorf("%w (use --cache DIR)", err)
 	}
-	return filepath.Abs(d)
+	return d, nil
 }
 
 // buildNative runs build-native.sh (only looking, with onlyFind) and returns the entry path it

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/backend"
+	"github.com/gojev/gojev/internal/cache"
 	"github.com/gojev/gojev/pyjson"
 )
 
@@ -67,21 +68,13 @@ func (f *modelFlags) registerDecoding(fs *flagSet) {
 
 // modelPath resolves -m, then $JEV_MODEL, then the cached default model.
 func (f *modelFlags) modelPath() (string, error) {
-	if f.model != "" {
-		return f.model, nil
-	}
-	if p := os.Getenv("JEV_MODEL"); p != "" {
+	if p := cmp.Or(f.model, os.Getenv("JEV_MODEL")); p != "" {
 		return p, nil
 	}
-	cache := os.Getenv("GOJEV_CACHE")
-	if cache == "" {
-		dir, err := os.UserCacheDir()
-		if err != nil {
-			return "", usageError{errors.New("no model: pass -m MODEL.gguf or set JEV_MODEL")}
-		}
-		cache = filepath.Join(dir, "gojev")
+	p, err := cache.Model(cache.DefaultModelFile)
+	if err != nil {
+		return "", usageError{errors.New("no model: pass -m MODEL.gguf or set JEV_MODEL")}
 	}
-	p := filepath.Join(cache, "models", defaultModelFile)
 	if _, err := os.Stat(p); err != nil {
 		return "", usageError{fmt.Errorf("no model: pass -m MODEL.gguf, set JEV_MODEL, or run `make model` to fetch the default (%s)", p)}
 	}
@@ -106,10 +99,6 @@ func (f *modelFlags) pluginList() []string {
 	}
 	return out
 }
-
-// defaultModelFile is the file name of the default model that `make model` assembles under
-// the cache's models/ folder: Qwen2.5-Coder-1.5B-Instruct Q4_K_M (scripts/models.tsv).
-const defaultModelFile = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 
 // options turns the flags into gojev.Options (the contract and bias control are the caller's).
 func (f *modelFlags) options() (gojev.Options, error) {

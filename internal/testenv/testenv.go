@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/internal/cache"
 	"github.com/gojev/gojev/internal/llamaserver"
 )
 
@@ -82,43 +83,30 @@ func Python3(tb testing.TB) string {
 	return p
 }
 
-// SmallModelFile is the file name of the small test model (`scripts/fetch-model.sh small`):
-// SmolLM2-135M-Instruct Q4_1, fast enough for tests that make thousands of decisions.
-const SmallModelFile = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-// DefaultModelFile is the file name of the default model that `make model` assembles in the
-// model cache (scripts/models.tsv): Qwen2.5-Coder-1.5B-Instruct Q4_K_M.
-const DefaultModelFile = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
-
 // SmallModel returns the small, fast model most tests run on: $JEV_SMALL_MODEL, else
-// SmallModelFile in the model cache, or skips/fails through Missing when neither exists.
+// cache.SmallModelFile in the model cache, or skips/fails through Missing when neither exists.
 func SmallModel(tb testing.TB) string {
 	tb.Helper()
-	return cachedModel(tb, "JEV_SMALL_MODEL", SmallModelFile, "scripts/fetch-model.sh small")
+	return cachedModel(tb, "JEV_SMALL_MODEL", cache.SmallModelFile, "scripts/fetch-model.sh small")
 }
 
 // DefaultModel returns the default model (the one `make model` fetches, which make demo and
-// make eval use), for the tests of decision quality: $JEV_MODEL, else DefaultModelFile in the model cache,
+// make eval use), for the tests of decision quality: $JEV_MODEL, else cache.DefaultModelFile in the model cache,
 // or skips/fails through Missing when neither exists.
 func DefaultModel(tb testing.TB) string {
 	tb.Helper()
-	return cachedModel(tb, "JEV_MODEL", DefaultModelFile, "make model")
+	return cachedModel(tb, "JEV_MODEL", cache.DefaultModelFile, "make model")
 }
 
-// SmallModelPath returns the small model's path ($JEV_SMALL_MODEL, else SmallModelFile in the
+// SmallModelPath returns the small model's path ($JEV_SMALL_MODEL, else cache.SmallModelFile in the
 // model cache) when the file exists, for code without a testing.TB (TestMain, examples).
 func SmallModelPath() (string, error) {
 	p := os.Getenv("JEV_SMALL_MODEL")
 	if p == "" {
-		cache := os.Getenv("GOJEV_CACHE")
-		if cache == "" {
-			dir, err := os.UserCacheDir()
-			if err != nil {
-				return "", err
-			}
-			cache = filepath.Join(dir, "gojev")
+		var err error
+		if p, err = cache.Model(cache.SmallModelFile); err != nil {
+			return "", err
 		}
-		p = filepath.Join(cache, "models", SmallModelFile)
 	}
 	if _, err := os.Stat(p); err != nil {
 		return "", fmt.Errorf("no small model (set JEV_SMALL_MODEL or run scripts/fetch-model.sh small): %w", err)
@@ -134,15 +122,10 @@ func cachedModel(tb testing.TB, env, file, fetch string) string {
 		}
 		return p
 	}
-	cache := os.Getenv("GOJEV_CACHE")
-	if cache == "" {
-		dir, err := os.UserCacheDir()
-		if err != nil {
-			Missing(tb, "no user cache folder for the model: %v", err)
-		}
-		cache = filepath.Join(dir, "gojev")
+	p, err := cache.Model(file)
+	if err != nil {
+		Missing(tb, "no cache folder for the model: %v", err)
 	}
-	p := filepath.Join(cache, "models", file)
 	if _, err := os.Stat(p); err != nil {
 		Missing(tb, "needs the model %s (run `%s` or set %s): %v", file, fetch, env, err)
 	}
