@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
+
+	"github.com/gojev/gojev/pyjson"
 )
 
 // Renderer names accepted by InProcessOptions.Renderer.
@@ -151,4 +154,52 @@ func (o InProcessOptions) resolve(nCtxTrain int) (InProcessOptions, error) {
 		o.NThreads = runtime.NumCPU()
 	}
 	return o, nil
+}
+
+// ParseTemplateKwargs reads chat_template_kwargs written as a JSON object (as llama-server's
+// --chat-template-kwargs takes them) into the values Options.ChatTemplateKwargs holds: objects
+// become maps, arrays slices, numbers json.Number literals as written (pyjson.Decode: 2 stays
+// 2, not 2.0), and strings, booleans and null stay what they are. warnings name
+// the values a template would misread: the strings "true" and "false", which Jinja tests as
+// true (any non-empty string is). The error says where the JSON is wrong, or that it is not an
+// object ("must be a JSON object").
+func ParseTemplateKwargs(src []byte) (kwargs map[string]any, warnings []string, err error) {
+	v, err := pyjson.Decode(src)
+	var se *pyjson.SyntaxError
+	if errors.As(err, &se) {
+		return nil, nil, fmt.Errorf("is not JSON: invalid JSON at byte %d: %s", se.Offset, se.Msg)
+	} else if err != nil {
+		return nil, nil, err
+	}
+	obj, ok := v.(pyjson.Object)
+	if !ok {
+		return nil, nil, errors.New("must be a JSON object")
+	}
+	for _, m := range obj {
+		if s, ok := m.Value.(string); ok && (strings.EqualFold(s, "true") || strings.EqualFold(s, "false")) {
+			warnings = append(warnings, fmt.Sprintf("%q is the string %q, which a template reads as true (any non-empty string is); write %s without quotes for the boolean",
+				m.Key, s, strings.ToLower(s)))
+		}
+	}
+	return templateValue(obj).(map[string]any), warnings, nil
+}
+
+// templateValue converts a decoded JSON value to the Go values the renderer takes as template
+// variables (objects become maps; booleans stay booleans, so false renders as False).
+func templateValue(v any) any {
+	switch x := v.(type) {
+	case pyjson.Object:
+		m := make(map[string]any, len(x))
+		for _, mem := range x {
+			m[mem.Key] = templateValue(mem.Value)
+		}
+		return m
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = templateValue(e)
+		}
+		return out
+	}
+	return v
 }

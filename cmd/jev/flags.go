@@ -17,7 +17,6 @@ import (
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/internal/cache"
-	"github.com/gojev/gojev/pyjson"
 )
 
 // modelFlags are the flags every command shares, named after llama.cpp's own CLI.
@@ -108,25 +107,14 @@ func (f *modelFlags) options() (gojev.Options, error) {
 	if err := (backend.InProcessOptions{NCtx: f.nCtx, NBatch: f.nBatch, NThreads: f.threads, Decode: f.decode}).Check(); err != nil {
 		return opts, usageError{fmt.Errorf("%w (flags -c/--ctx-size, -b/--batch-size, -t/--threads, --decode)", err)}
 	}
-	v, err := pyjson.Decode([]byte(f.kwargs))
-	var se *pyjson.SyntaxError
-	if errors.As(err, &se) {
-		return opts, usageError{fmt.Errorf("--chat-template-kwargs: invalid JSON at byte %d: %s", se.Offset, se.Msg)}
-	} else if err != nil {
-		return opts, usageError{fmt.Errorf("--chat-template-kwargs: %w", err)}
+	kwargs, warnings, err := backend.ParseTemplateKwargs([]byte(f.kwargs))
+	if err != nil {
+		return opts, usageError{fmt.Errorf("--chat-template-kwargs %w", err)}
 	}
-	obj, ok := v.(pyjson.Object)
-	if !ok {
-		return opts, usageError{errors.New("--chat-template-kwargs must be a JSON object")}
+	for _, w := range warnings {
+		slog.Warn("--chat-template-kwargs: " + w)
 	}
-	opts.ChatTemplateKwargs = templateValue(obj).(map[string]any)
-	for _, m := range obj {
-		if s, ok := m.Value.(string); ok && (strings.EqualFold(s, "true") || strings.EqualFold(s, "false")) {
-			// Jinja tests a string's truth by its length: "false" is true.
-			slog.Warn(fmt.Sprintf("--chat-template-kwargs: %q is the string %q, which a template reads as true (any non-empty string is); write %s without quotes for the boolean",
-				m.Key, s, strings.ToLower(s)))
-		}
-	}
+	opts.ChatTemplateKwargs = kwargs
 	if f.templateFile != "" {
 		src, err := os.ReadFile(f.templateFile)
 		if err != nil {
@@ -142,26 +130,6 @@ func (f *modelFlags) options() (gojev.Options, error) {
 		opts.TemplateTime = t
 	}
 	return opts, nil
-}
-
-// templateValue converts a decoded JSON value to the Go values the renderer takes as template
-// variables (objects become maps; booleans stay booleans, so false renders as False).
-func templateValue(v any) any {
-	switch x := v.(type) {
-	case pyjson.Object:
-		m := make(map[string]any, len(x))
-		for _, mem := range x {
-			m[mem.Key] = templateValue(mem.Value)
-		}
-		return m
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = templateValue(e)
-		}
-		return out
-	}
-	return v
 }
 
 // open loads the model in-process (gojev.Open), or wraps the --runtime server (gojev.New over
