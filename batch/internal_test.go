@@ -206,3 +206,16 @@ func TestReadRows(t *testing.T) {
 	_, _, err = ReadRows(filepath.Join(dir, "none.jsonl"))
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
+
+// Skewed: one letter with 80 % of at least 20 lettered choices.
+func TestSummarySkewed(t *testing.T) {
+	for _, tc := range []struct {
+		a, b   int
+		skewed bool
+	}{{16, 4, true}, {15, 4, false}, {15, 5, false}, {19, 0, false}, {20, 0, true}} {
+		s := Summary{Letters: map[string]int{"A": tc.a, "B": tc.b}, Lettered: tc.a + tc.b}
+		letter, n, skewed := s.Skewed()
+		assert.Equal(t, tc.skewed, skewed, "%d A, %d B", tc.a, tc.b)
+		assert.Equal(t, [2]any{"A", tc.a}, [2]any{letter, n})
+	}
+}

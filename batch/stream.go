@@ -116,6 +116,21 @@ func (s *Summary) TopLetter() (string, int) {
 	return best, n
 }
 
+// A letter skew: once SkewMinRows lettered decisions are in, one letter holding SkewShare of
+// them says the model is choosing a position, not an option (jev decide warns; bias control,
+// PriDe or permutations, is the remedy).
+const (
+	SkewMinRows = 20
+	SkewShare   = 0.8
+)
+
+// Skewed returns the most chosen letter and its count, and whether it takes SkewShare of at
+// least SkewMinRows lettered decisions.
+func (s *Summary) Skewed() (letter string, n int, skewed bool) {
+	letter, n = s.TopLetter()
+	return letter, n, s.Lettered >= SkewMinRows && float64(n) >= SkewShare*float64(s.Lettered)
+}
+
 // JSONLines returns an encoder of records as JSON lines, HTML characters unescaped, one
 // line and its newline per record (not safe for concurrent use).
 func JSONLines() func(rec any) ([]byte, error) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -108,17 +107,11 @@ func runCalibrate(_ context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	if jsonPath == "-" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return rep.WriteJSON(stdout)
 	}
 	rep.WriteText(stdout)
 	if jsonPath != "" {
-		if err := writeFile(jsonPath, func(w io.Writer) error {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(rep)
-		}); err != nil {
+		if err := writeFile(jsonPath, rep.WriteJSON); err != nil {
 			return err
 		}
 	}

@@ -251,13 +251,6 @@ func startMessages(stderr io.Writer, s batch.Start, out string, text, stdinHint 
 	return bar
 }
 
-// Letter-skew warning: after skewMinRows decisions, if one letter holds skewShare of the
-// choices, jev decide warns once on stderr.
-const (
-	skewMinRows = 20
-	skewShare   = 0.8
-)
-
 // summary is a run's batch.Summary with what jev prints beside it: the shard, whether the run
 // abstains or detects, and the letter-skew warning (once, to warn).
 type summary struct {
@@ -270,13 +263,13 @@ type summary struct {
 	warned     bool
 }
 
-// checkSkew warns once when one answer letter takes skewShare of ≥ skewMinRows choices.
+// checkSkew warns once when the choices are skewed to one letter (batch.Summary.Skewed).
 func (s *summary) checkSkew() {
-	if s.warned || s.warn == nil || s.Lettered < skewMinRows {
+	if s.warned || s.warn == nil {
 		return
 	}
-	letter, n := s.TopLetter()
-	if float64(n) < skewShare*float64(s.Lettered) {
+	letter, n, skewed := s.Skewed()
+	if !skewed {
 		return
 	}
 	s.warned = true

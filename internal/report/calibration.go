@@ -223,6 +223,9 @@ func evalHeld(fitRows, heldRows []calibrate.Sample, sc *calibrate.Scoring, maxEr
 	return h, nil
 }
 
+// WriteJSON writes the report as indented JSON.
+func (rep *CalibrationReport) WriteJSON(w io.Writer) error { return writeJSON(w, rep) }
+
 // WriteText writes the report for a person.
 func (rep *CalibrationReport) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "model %s (%s), %s; %d-fold cross-validation\n", rep.Model.Name, rep.Model.File, rep.PromptVersion, rep.Folds)
