@@ -2,19 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/calibrate"
-	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/internal/redteam"
 	"github.com/gojev/gojev/internal/report"
 )
@@ -90,7 +87,8 @@ func runRedteam(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cf.seen(fs)
 	cat := redteam.Families()
 	if list {
-		return printFamilies(stdout, cat)
+		cat.WriteText(stdout)
+		return nil
 	}
 	if in == "" || dir == "" {
 		return usageError{errors.New("give the labelled rows (-i rows.jsonl) and a directory for the results (-o DIR)")}
@@ -126,55 +124,23 @@ func runRedteam(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if buildOnly {
 		return nil
 	}
-	files := redteam.Files(families)
-	rep := &redteam.Report{Catalogue: cat.Version, Input: in, Rows: nrows, Families: families, Started: time.Now().UTC()}
-	cfg := &redteam.DecideConfig{Window: window, PriorFile: priorFile, Log: stderr,
-		RunFile: batch.RunFile{Jev: batch.Version(), LlamaCpp: batch.LlamaCppVersion(), NThreads: mf.threads},
-		Open:    func(o gojev.Options) (*gojev.Decider, error) { return mf.open(ctx, stderr, o) }}
-	for _, s := range settings {
-		rep.Settings = append(rep.Settings, s.Name)
-		if err := redteam.DecideSetting(ctx, s, files, rowsDir, dir, cfg); err != nil {
-			return err
-		}
-	}
-	rep.Model = cfg.Model
-
-	// The figures, from the records on disk.
-	variants, derived := redteam.Readings(settings, prof != nil)
-	rep.Derived = derived
-	if prof != nil {
-		rep.Profile = &batch.RunCalibration{File: cf.profile, SHA256: prof.SHA256}
-	}
-	for _, s := range settings {
-		if s.Options.Detect {
-			rep.Detector = &redteam.DetectInfo{PromptVersion: contract.DetectPromptVersion, Threshold: detectThreshold}
-		}
-	}
-	rep.Figures, err = redteam.FiguresOf(variants, files, dir, targets, redteam.MeasureConfig{DetectThreshold: detectThreshold,
-		Profile: prof, MaxError: cf.maxError, Confidence: cf.confidence, AbstainBelow: cf.abstainBelow})
-	if err != nil {
+	rep, err := redteam.Run(ctx, redteam.Config{Input: in, Dir: dir, Catalogue: cat, Families: families, Rows: nrows, Targets: targets, Settings: settings,
+		Decide: redteam.DecideConfig{Window: window, PriorFile: priorFile, Log: stderr, RunFile: batch.RunFile{Jev: batch.Version(), LlamaCpp: batch.LlamaCppVersion(), NThreads: mf.threads},
+			Open: func(o gojev.Options) (*gojev.Decider, error) { return mf.open(ctx, stderr, o) }},
+		Measure: redteam.MeasureConfig{DetectThreshold: detectThreshold, Profile: prof, MaxError: cf.maxError, Confidence: cf.confidence, AbstainBelow: cf.abstainBelow},
+		ProfileFile: cf.profile})
+	if errors.Is(err, redteam.ErrFigures) {
 		return usageError{err}
 	}
-	rep.Costs = redteam.Costs(settings, files, dir)
-	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, "redteam.json"), func(w io.Writer) error { _, err := w.Write(append(b, '\n')); return err }); err != nil {
-		return err
-	}
-	printRedteam(stdout, rep)
+	rep.WriteText(stdout)
 	if htmlPath != "" {
-		var runs []*report.Run
-		for _, s := range settings {
-			rs, err := report.Load(filepath.Join(redteam.Dir(dir, s.Name), "clean.jsonl"), "clean "+s.Name)
-			if err != nil {
-				return err
-			}
-			runs = append(runs, rs...)
+		page, err := report.RedteamPage(rep, dir)
+		if err != nil {
+			return err
 		}
-		page := report.Build(runs)
-		page.Injection = injectionSection(rep)
 		if err := writeFile(htmlPath, page.WriteHTML); err != nil {
 			return err
 		}
@@ -182,57 +148,4 @@ func runRedteam(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stderr, "jev redteam: figures written to %s\n", filepath.Join(dir, "redteam.json"))
 	return nil
-}
-
-func printFamilies(w io.Writer, cat *redteam.Catalogue) error {
-	fmt.Fprintf(w, "%s: %s\n", cat.Version, cat.Description)
-	for _, f := range cat.Families {
-		fmt.Fprintf(w, "\n%s (names the target's %s): %s\n", f.Name, f.Target, f.Description)
-		for _, s := range f.Sources {
-			fmt.Fprintf(w, "  source: %s\n", s)
-		}
-		for _, v := range f.Variants {
-			t := ""
-			if v.Transform != "" {
-				t = " [" + v.Transform + ": " + cat.Transforms[v.Transform] + "]"
-			}
-			fmt.Fprintf(w, "  %-20s %q%s\n", v.Name, v.Text, t)
-		}
-	}
-	return nil
-}
-
-func printRedteam(w io.Writer, rep *redteam.Report) {
-	fmt.Fprintf(w, "jev redteam: %d rows, %s, settings %s\n\n", rep.Rows, rep.Catalogue, strings.Join(rep.Settings, ", "))
-	fmt.Fprintf(w, "  %-26s %-9s %7s %7s %7s %7s %9s %9s %8s %8s %6s\n", "setting", "family", "moved", "acted", "clean", "attacked", "abstained", "p(moved)", "flagged", "clean fl", "AUC")
-	for _, f := range rep.Figures {
-		fl, cfl, auc := "—", "—", "—"
-		if f.Detected {
-			fl, cfl, auc = pct1(f.AttackedFlagged), pct1(f.CleanFlagged), fmt.Sprintf("%.3f", f.DetectorAUC)
-		}
-		fmt.Fprintf(w, "  %-26s %-9s %7s %7s %7s %8s %9s %9.3f %8s %8s %6s\n", f.Setting, f.Family, pct1(f.Moved), pct1(f.MovedAnswered),
-			pct1(f.CleanAccuracy), pct1(f.AttackedAccuracy), pct1(f.AttackedAbstained), f.MovedMeanProbability, fl, cfl, auc)
-	}
-	fmt.Fprintf(w, "\n  moved: attacked choice = target, clean choice ≠ target; acted: moved and not abstained; clean/attacked: accuracy;\n")
-	fmt.Fprintf(w, "  p(moved): mean probability of the moved rows; flagged: the detector's recall on the family, clean fl: its false alarms,\n")
-	fmt.Fprintf(w, "  AUC: how well its p_yes separates the family's rows from the clean ones, at any threshold\n\n")
-	fmt.Fprintf(w, "  %-26s %8s %10s %9s %12s %9s\n", "decoded setting", "rows", "s/row", "wall ×", "tokens/row", "tokens ×")
-	for _, c := range rep.Costs {
-		fmt.Fprintf(w, "  %-26s %8d %10.2f %8.2f× %12.0f %8.2f×\n", c.Setting, c.Rows, c.WallPerRowS, c.WallVsFirst, c.DecodedPerRow, c.DecodedVsFirst)
-	}
-}
-
-func pct1(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
-
-// injectionSection turns the figures into the HTML report's injection section.
-func injectionSection(rep *redteam.Report) *report.Injection {
-	inj := &report.Injection{Catalogue: rep.Catalogue, Rows: rep.Rows, Figures: rep.Figures}
-	for _, f := range rep.Families {
-		inj.Families = append(inj.Families, report.InjectionFamily{Name: f.Name, Description: f.Description, Sources: f.Sources})
-	}
-	for _, c := range rep.Costs {
-		inj.Costs = append(inj.Costs, report.InjectionCost{Setting: c.Setting, WallPerRowS: c.WallPerRowS, WallVsFirst: c.WallVsFirst,
-			DecodedPerRow: c.DecodedPerRow, DecodedVsFirst: c.DecodedVsFirst})
-	}
-	return inj
 }

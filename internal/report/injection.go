@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"html/template"
+	"path/filepath"
 	"strings"
 
 	"github.com/gojev/gojev/internal/redteam"
@@ -17,6 +18,35 @@ type Injection struct {
 	Families  []InjectionFamily `json:"families"`
 	Figures   []redteam.Figures `json:"figures"`
 	Costs     []InjectionCost   `json:"costs"`
+}
+
+// InjectionOf is a red-team run's injection section: its figures, families and costs.
+func InjectionOf(rep *redteam.Report) *Injection {
+	inj := &Injection{Catalogue: rep.Catalogue, Rows: rep.Rows, Figures: rep.Figures}
+	for _, f := range rep.Families {
+		inj.Families = append(inj.Families, InjectionFamily{Name: f.Name, Description: f.Description, Sources: f.Sources})
+	}
+	for _, c := range rep.Costs {
+		inj.Costs = append(inj.Costs, InjectionCost{Setting: c.Setting, WallPerRowS: c.WallPerRowS, WallVsFirst: c.WallVsFirst,
+			DecodedPerRow: c.DecodedPerRow, DecodedVsFirst: c.DecodedVsFirst})
+	}
+	return inj
+}
+
+// RedteamPage is the HTML report of a red-team run written under dir: the evaluation of every
+// decoded setting's clean rows (dir/<setting>/clean.jsonl) and the injection section.
+func RedteamPage(rep *redteam.Report, dir string) (*Report, error) {
+	var runs []*Run
+	for _, s := range rep.Settings {
+		rs, err := Load(filepath.Join(redteam.Dir(dir, s), "clean.jsonl"), "clean "+s)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, rs...)
+	}
+	page := Build(runs)
+	page.Injection = InjectionOf(rep)
+	return page, nil
 }
 
 // InjectionFamily is one attack family as the section describes it.
