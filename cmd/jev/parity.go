@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 
 	"github.com/gojev/gojev/internal/parity"
@@ -68,47 +67,10 @@ func runParity(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 	} else {
-		printParity(stdout, rep, bound)
+		rep.WriteText(stdout, bound)
 	}
 	if !rep.OK(bound) {
 		return errors.New("parity: the row checks found differences (listed above)")
 	}
 	return nil
-}
-
-func printParity(w io.Writer, r *parity.Report, bound float64) {
-	fmt.Fprintf(w, "parity: %d rows, in-process vs %s, template_date %s\n\n", r.Rows, r.Server, r.TemplateDate)
-	fmt.Fprintf(w, "  %-52s %s\n", "check", "result")
-	fmt.Fprintf(w, "  %-52s %d/%d\n", "prompts identical: Go vs llama.cpp renderer", r.PromptsIdentical[parity.GoVsLlama], r.Rows)
-	fmt.Fprintf(w, "  %-52s %d/%d\n", "prompts identical: Go vs /apply-template", r.PromptsIdentical[parity.GoVsServer], r.Rows)
-	fmt.Fprintf(w, "  %-52s %d/%d\n", "prompts identical: llama.cpp vs /apply-template", r.PromptsIdentical[parity.LlamaVsServer], r.Rows)
-	fmt.Fprintf(w, "  %-52s %d/%d\n", "token ids identical (in-process vs /tokenize)", r.TokensIdentical, r.Rows)
-	fmt.Fprintf(w, "  %-52s %.3g\n", "max |Δ logprob| (in-process float64 vs /completion)", r.MaxAbsLogprobDiff)
-	fmt.Fprintf(w, "  %-52s %.3g (bound %g)\n", "  same logits, server's float32 normaliser", r.MaxAbsLogprobDiffServerArith, bound)
-	fmt.Fprintf(w, "  %-52s %.3g (bound %g)\n", "  normaliser-free: |Δ (logprob_i - logprob_A)|", r.MaxAbsLogitGapDiff, bound)
-	fmt.Fprintf(w, "  %-52s %d/%d\n", "chosen option identical", r.ChoicesIdentical, r.Rows)
-	if c := r.Corpus; c != nil {
-		fmt.Fprintf(w, "\n  corpus: %d templates, %d rendered by Python Jinja2\n", c.Templates, c.PythonRendered)
-		fmt.Fprintf(w, "  %-52s %d/%d\n", "Go vs Python Jinja2", c.GoVsPython, c.PythonRendered)
-		fmt.Fprintf(w, "  %-52s %d/%d\n", "llama.cpp vs Python Jinja2", c.LlamaVsPython, c.PythonRendered)
-		fmt.Fprintf(w, "  %-52s %d/%d\n", "Go vs llama.cpp", c.GoVsLlama, c.BothRender)
-		if c.PythonError != "" {
-			fmt.Fprintf(w, "  python: %s\n", c.PythonError)
-		}
-	}
-	var diffs []parity.Difference
-	diffs = append(diffs, r.RowErrors...)
-	diffs = append(diffs, r.PromptDifferences...)
-	diffs = append(diffs, r.TokenDifferences...)
-	diffs = append(diffs, r.ChoiceDifferences...)
-	diffs = append(diffs, r.LogprobDifferences...)
-	if r.Corpus != nil {
-		diffs = append(diffs, r.Corpus.Differences...)
-	}
-	if len(diffs) > 0 {
-		fmt.Fprintf(w, "\ndifferences:\n")
-		for _, d := range diffs {
-			fmt.Fprintf(w, "  %s %s: %s\n", d.ID, d.What, d.Detail)
-		}
-	}
 }

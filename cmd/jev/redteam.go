@@ -127,7 +127,7 @@ func runRedteam(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	rep, err := redteam.Run(ctx, redteam.Config{Input: in, Dir: dir, Catalogue: cat, Families: families, Rows: nrows, Targets: targets, Settings: settings,
 		Decide: redteam.DecideConfig{Window: window, PriorFile: priorFile, Log: stderr, RunFile: batch.RunFile{Jev: batch.Version(), LlamaCpp: batch.LlamaCppVersion(), NThreads: mf.threads},
 			Open: func(o gojev.Options) (*gojev.Decider, error) { return mf.open(ctx, stderr, o) }},
-		Measure: redteam.MeasureConfig{DetectThreshold: detectThreshold, Profile: prof, MaxError: cf.maxError, Confidence: cf.confidence, AbstainBelow: cf.abstainBelow},
+		Measure:     redteam.MeasureConfig{DetectThreshold: detectThreshold, Profile: prof, MaxError: cf.maxError, Confidence: cf.confidence, AbstainBelow: cf.abstainBelow},
 		ProfileFile: cf.profile})
 	if errors.Is(err, redteam.ErrFigures) {
 		return usageError{err}

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
@@ -58,7 +56,7 @@ func runSweep(ctx context.Context, sf sweepFlags, mf *modelFlags, in string, row
 	if err != nil {
 		return setupUsage(err)
 	}
-	printSweep(stdout, sw)
+	sw.WriteText(stdout)
 	if out != "" {
 		if err := sw.Save(out); err != nil {
 			return err
@@ -69,22 +67,4 @@ func runSweep(ctx context.Context, sf sweepFlags, mf *modelFlags, in string, row
 		fmt.Fprintf(stderr, "bench: each scoring's records are in %s/<scoring>.jsonl (jev report, jev calibrate read them)\n", sf.results)
 	}
 	return nil
-}
-
-func printSweep(w io.Writer, sw *bench.Sweep) {
-	fmt.Fprintf(w, "bench: %s, %d rows under %d scorings, blocks of %d rows interleaved, %d threads, %s (%s)\n\n",
-		sw.Contract, sw.Rows, len(sw.Paths), sw.Block, sw.Threads, filepath.Base(sw.Model), sw.Started.Format(time.RFC3339))
-	fmt.Fprintf(w, "  %-18s %9s %-16s %8s %9s %10s %9s %9s %9s\n", "scoring", "prompts", "accuracy", "(95% CI)", "wall s", "s/row", "wall ×", "decoded", "tokens ×")
-	base := sw.Paths[0].Scoring
-	for _, p := range sw.Paths {
-		acc := "n/a"
-		ci := ""
-		if p.Labelled > 0 {
-			acc = fmt.Sprintf("%.1f%% (%d/%d)", 100*p.Accuracy, p.Correct, p.Labelled)
-			ci = fmt.Sprintf("%.1f–%.1f", 100*p.AccuracyCI.Low, 100*p.AccuracyCI.High)
-		}
-		fmt.Fprintf(w, "  %-18s %9.2f %-16s %8s %9.1f %10.2f %8.2f× %9d %8.2f×\n", p.Scoring, p.PromptsPerRow, acc, ci, p.WallS,
-			p.WallS/float64(max(1, p.Rows)), p.WallVsBase, p.TokensDecoded, p.DecodedVsBase)
-	}
-	fmt.Fprintf(w, "\n  prompts: decodes a row; wall × and tokens ×: against %s, in this one run\n", base)
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os/exec"
 	"slices"
 	"strings"
@@ -181,4 +182,53 @@ func saveJSON(path string, v any) error {
 		return err
 	}
 	return atomicfile.WriteBytes(path, append(b, '\n'))
+}
+
+// WriteText writes the report as the table jev bench prints: each path's rates and latencies,
+// where the time goes, and the ratios and agreement checks.
+func (r *Report) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "bench: %s, %d rows, %d threads, %s\n\n", r.Contract, r.Rows, r.Threads, r.Model)
+	fmt.Fprintf(w, "  %-11s %12s %16s %9s %9s %8s\n", "path", "decisions/s", "prompt tokens/s", "p50 ms", "p95 ms", "errors")
+	for _, p := range []*Path{r.Engine, r.Packed, r.Sequential, r.HTTP} {
+		if p == nil {
+			continue
+		}
+		fmt.Fprintf(w, "  %-11s %12.3f %16.1f %9.0f %9.0f %8d\n", p.Name, p.DecisionsPerS, p.PromptTokensPerS, p.P50MS, p.P95MS, p.Errors)
+	}
+	if r.HardwarePromptTokensPerS > 0 {
+		fmt.Fprintf(w, "  %-11s %12s %16.1f   (llama-bench -p %d)\n", "hardware", "", r.HardwarePromptTokensPerS, r.HardwarePromptTokens)
+	}
+	fmt.Fprintf(w, "\n  where the time goes (s of wall):\n")
+	for _, p := range []*Path{r.Engine, r.Packed, r.Sequential, r.HTTP} {
+		if p == nil || p.WallS == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "  %-11s wall %7.1f  decode %7.1f (%3.0f%%)  prepare %6.1f (%3.0f%%)\n", p.Name, p.WallS,
+			p.DecodeS, 100*p.DecodeS/p.WallS, p.PrepareS, 100*p.PrepareS/p.WallS)
+	}
+	if r.Engine != nil && r.Engine.TokensDecoded > 0 {
+		fmt.Fprintf(w, "\n  engine decoded %d of %d prompt tokens (%.0f%%)\n", r.Engine.TokensDecoded, r.Engine.PromptTokens,
+			100*float64(r.Engine.TokensDecoded)/float64(max(1, r.Engine.PromptTokens)))
+	}
+	ratio := func(v float64, unit string) string {
+		if v == 0 {
+			return "n/a"
+		}
+		if unit == "%" {
+			return fmt.Sprintf("%.0f%%", 100*v)
+		}
+		return fmt.Sprintf("%.2f×", v)
+	}
+	fmt.Fprintf(w, "\n  engine/http %s, engine/sequential %s, prefill efficiency %s\n",
+		ratio(r.Ratios.EngineVsHTTP, "×"), ratio(r.Ratios.EngineVsSequential, "×"), ratio(r.Ratios.PrefillEfficiency, "%"))
+	if r.Packed != nil && r.Engine != nil {
+		fmt.Fprintf(w, "  packed/engine %s; packed vs engine: max |Δ logprob| %.3g, same choices %d/%d\n",
+			ratio(r.Ratios.PackedVsEngine, "×"), r.Ratios.PackedMaxAbsDeltaLogprob, r.Ratios.PackedSameChoices, r.Rows)
+	}
+	if r.Engine != nil && (r.HTTP != nil || r.Sequential != nil) {
+		fmt.Fprintf(w, "  same prompts %v, same choices %v\n", r.SamePrompts, r.SameChoices)
+	}
+	for _, d := range r.Differences {
+		fmt.Fprintf(w, "  %s\n", d)
+	}
 }

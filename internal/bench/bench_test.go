@@ -14,6 +14,7 @@ import (
 
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/debias"
+	"github.com/gojev/gojev/internal/report"
 )
 
 func TestPercentilesNearestRank(t *testing.T) {
@@ -43,6 +44,12 @@ func TestCompareAndChart(t *testing.T) {
 	assert.False(t, r.SameChoices)
 	assert.Len(t, r.Differences, 2)
 
+	var text strings.Builder
+	r.WriteText(&text)
+	assert.Regexp(t, `\n  engine\s+6\.000\s+360\.0\s`, text.String())
+	assert.Contains(t, text.String(), "engine/http 3.00×, engine/sequential 4.00×, prefill efficiency 90%")
+	assert.Contains(t, text.String(), "same prompts false, same choices false")
+
 	var svg bytes.Buffer
 	require.NoError(t, r.WriteSVG(&svg))
 	assert.True(t, strings.HasPrefix(svg.String(), "<?xml") || strings.Contains(svg.String(), "<svg"))
@@ -71,4 +78,17 @@ func TestSweepNeedsAnExistingPrior(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, "PriorFile", se.Field)
 	assert.ErrorContains(t, err, path+": no such file: jev decide --debias pride --prior "+path+" --prior-only")
+}
+
+func TestSweepText(t *testing.T) {
+	sw := &Sweep{Rows: 6, Block: 4, Threads: 2, Model: "/m/small.gguf", Contract: "direct-options-v1", Started: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC),
+		Paths: []*ScoringPath{{Scoring: "raw", Rows: 6, PromptsPerRow: 1, WallS: 3, WallVsBase: 1, TokensDecoded: 600, DecodedVsBase: 1},
+			{Scoring: "permute-2", Rows: 6, Labelled: 6, Correct: 3, Accuracy: 0.5, AccuracyCI: report.Wilson(3, 6), PromptsPerRow: 2, WallS: 4.5, WallVsBase: 1.5, TokensDecoded: 900, DecodedVsBase: 1.5}}}
+	var b strings.Builder
+	sw.WriteText(&b)
+	out := b.String()
+	assert.True(t, strings.HasPrefix(out, "bench: direct-options-v1, 6 rows under 2 scorings, blocks of 4 rows interleaved, 2 threads, small.gguf (2026-12-01T10:00:00Z)\n"))
+	assert.Regexp(t, `\n  raw\s+1\.00 n/a\s+3\.0\s+0\.50\s+1\.00×\s+600\s+1\.00×\n`, out)
+	assert.Regexp(t, `\n  permute-2\s+2\.00 50\.0% \(3/6\)\s+\d`, out)
+	assert.Contains(t, out, "against raw, in this one run")
 }

@@ -347,3 +347,23 @@ func (r *Recorder) Close() {
 		_ = f.Close()
 	}
 }
+
+// WriteText writes the sweep as the table jev bench --scorings prints: each scoring's decodes a
+// row, accuracy, wall time and tokens decoded, and their ratios to the first.
+func (sw *Sweep) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "bench: %s, %d rows under %d scorings, blocks of %d rows interleaved, %d threads, %s (%s)\n\n",
+		sw.Contract, sw.Rows, len(sw.Paths), sw.Block, sw.Threads, filepath.Base(sw.Model), sw.Started.Format(time.RFC3339))
+	fmt.Fprintf(w, "  %-18s %9s %-16s %8s %9s %10s %9s %9s %9s\n", "scoring", "prompts", "accuracy", "(95% CI)", "wall s", "s/row", "wall ×", "decoded", "tokens ×")
+	base := sw.Paths[0].Scoring
+	for _, p := range sw.Paths {
+		acc := "n/a"
+		ci := ""
+		if p.Labelled > 0 {
+			acc = fmt.Sprintf("%.1f%% (%d/%d)", 100*p.Accuracy, p.Correct, p.Labelled)
+			ci = fmt.Sprintf("%.1f–%.1f", 100*p.AccuracyCI.Low, 100*p.AccuracyCI.High)
+		}
+		fmt.Fprintf(w, "  %-18s %9.2f %-16s %8s %9.1f %10.2f %8.2f× %9d %8.2f×\n", p.Scoring, p.PromptsPerRow, acc, ci, p.WallS,
+			p.WallS/float64(max(1, p.Rows)), p.WallVsBase, p.TokensDecoded, p.DecodedVsBase)
+	}
+	fmt.Fprintf(w, "\n  prompts: decodes a row; wall × and tokens ×: against %s, in this one run\n", base)
+}

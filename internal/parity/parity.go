@@ -6,6 +6,7 @@ package parity
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"time"
 )
@@ -124,3 +125,42 @@ type Corpus struct {
 
 // CorpusNow is the clock every corpus render reads.
 var CorpusNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// WriteText writes the report as the table jev parity prints, the log-prob checks against
+// bound, then every difference.
+func (r *Report) WriteText(w io.Writer, bound float64) {
+	fmt.Fprintf(w, "parity: %d rows, in-process vs %s, template_date %s\n\n", r.Rows, r.Server, r.TemplateDate)
+	fmt.Fprintf(w, "  %-52s %s\n", "check", "result")
+	fmt.Fprintf(w, "  %-52s %d/%d\n", "prompts identical: Go vs llama.cpp renderer", r.PromptsIdentical[GoVsLlama], r.Rows)
+	fmt.Fprintf(w, "  %-52s %d/%d\n", "prompts identical: Go vs /apply-template", r.PromptsIdentical[GoVsServer], r.Rows)
+	fmt.Fprintf(w, "  %-52s %d/%d\n", "prompts identical: llama.cpp vs /apply-template", r.PromptsIdentical[LlamaVsServer], r.Rows)
+	fmt.Fprintf(w, "  %-52s %d/%d\n", "token ids identical (in-process vs /tokenize)", r.TokensIdentical, r.Rows)
+	fmt.Fprintf(w, "  %-52s %.3g\n", "max |Δ logprob| (in-process float64 vs /completion)", r.MaxAbsLogprobDiff)
+	fmt.Fprintf(w, "  %-52s %.3g (bound %g)\n", "  same logits, server's float32 normaliser", r.MaxAbsLogprobDiffServerArith, bound)
+	fmt.Fprintf(w, "  %-52s %.3g (bound %g)\n", "  normaliser-free: |Δ (logprob_i - logprob_A)|", r.MaxAbsLogitGapDiff, bound)
+	fmt.Fprintf(w, "  %-52s %d/%d\n", "chosen option identical", r.ChoicesIdentical, r.Rows)
+	if c := r.Corpus; c != nil {
+		fmt.Fprintf(w, "\n  corpus: %d templates, %d rendered by Python Jinja2\n", c.Templates, c.PythonRendered)
+		fmt.Fprintf(w, "  %-52s %d/%d\n", "Go vs Python Jinja2", c.GoVsPython, c.PythonRendered)
+		fmt.Fprintf(w, "  %-52s %d/%d\n", "llama.cpp vs Python Jinja2", c.LlamaVsPython, c.PythonRendered)
+		fmt.Fprintf(w, "  %-52s %d/%d\n", "Go vs llama.cpp", c.GoVsLlama, c.BothRender)
+		if c.PythonError != "" {
+			fmt.Fprintf(w, "  python: %s\n", c.PythonError)
+		}
+	}
+	var diffs []Difference
+	diffs = append(diffs, r.RowErrors...)
+	diffs = append(diffs, r.PromptDifferences...)
+	diffs = append(diffs, r.TokenDifferences...)
+	diffs = append(diffs, r.ChoiceDifferences...)
+	diffs = append(diffs, r.LogprobDifferences...)
+	if r.Corpus != nil {
+		diffs = append(diffs, r.Corpus.Differences...)
+	}
+	if len(diffs) > 0 {
+		fmt.Fprintf(w, "\ndifferences:\n")
+		for _, d := range diffs {
+			fmt.Fprintf(w, "  %s %s: %s\n", d.ID, d.What, d.Detail)
+		}
+	}
+}

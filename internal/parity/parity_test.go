@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -96,4 +97,21 @@ func TestCorpusCounts(t *testing.T) {
 		"llama_vs_python meta-llama-Llama-3.1-8B-Instruct.jinja",
 		"llama_vs_python meta-llama-Llama-3.3-70B-Instruct.jinja",
 	}, diffs)
+}
+
+// The table jev parity prints: every check, then every difference.
+func TestReportText(t *testing.T) {
+	r := &parity.Report{Rows: 3, Server: "http://127.0.0.1:8080", TemplateDate: "2026-12-01",
+		PromptsIdentical: map[string]int{parity.GoVsLlama: 3, parity.GoVsServer: 3, parity.LlamaVsServer: 2}, TokensIdentical: 3,
+		MaxAbsLogprobDiff: 1.6e-4, MaxAbsLogprobDiffServerArith: 2e-6, MaxAbsLogitGapDiff: 3e-6, ChoicesIdentical: 3,
+		PromptDifferences: []parity.Difference{{ID: "r2", What: "prompt", Detail: "llama vs server at byte 10"}},
+		Corpus:            &parity.Corpus{Templates: 5, PythonRendered: 4, GoVsPython: 4, LlamaVsPython: 3, GoVsLlama: 4, BothRender: 5}}
+	var b strings.Builder
+	r.WriteText(&b, 1e-4)
+	out := b.String()
+	assert.True(t, strings.HasPrefix(out, "parity: 3 rows, in-process vs http://127.0.0.1:8080, template_date 2026-12-01\n\n"))
+	assert.Regexp(t, `prompts identical: llama.cpp vs /apply-template\s+2/3\n`, out)
+	assert.Regexp(t, `same logits, server's float32 normaliser\s+2e-06 \(bound 0.0001\)\n`, out)
+	assert.Regexp(t, `Go vs llama.cpp\s+4/5\n`, out)
+	assert.True(t, strings.HasSuffix(out, "\ndifferences:\n  r2 prompt: llama vs server at byte 10\n"))
 }
