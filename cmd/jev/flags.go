@@ -154,8 +154,8 @@ func (f *modelFlags) open(ctx context.Context, stderr io.Writer, base gojev.Opti
 			Options: backend.Options{ChatTemplateKwargs: opts.ChatTemplateKwargs, TemplateTime: opts.TemplateTime},
 			APIKey:  f.key(), NProbs: f.nProbs,
 		})
-		if err := reachable(ctx, b); err != nil {
-			return nil, err
+		if err := b.Ready(ctx); err != nil { // before any work: not reported as a model failing its checks
+			return nil, fmt.Errorf("--runtime: %w", err)
 		}
 		return gojev.New(ctx, b, opts)
 	}
@@ -194,15 +194,6 @@ func parseContract(name string) (gojev.Contract, error) {
 		return gojev.Guarded, nil
 	}
 	return 0, usageError{fmt.Errorf("--contract %q: want direct, guarded or binary", name)}
-}
-
-// reachable checks a --runtime server's GET /health before any work, so that an unreachable
-// or still-loading server is reported as such, not as a model failing its checks.
-func reachable(ctx context.Context, b *backend.HTTP) error {
-	if err := b.Ready(ctx); err != nil {
-		return fmt.Errorf("--runtime: %w", err)
-	}
-	return nil
 }
 
 // flagSet is a flag.FlagSet that remembers each flag's names in registration order, so the

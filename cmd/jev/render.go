@@ -7,7 +7,6 @@ import (
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
-	"github.com/gojev/gojev/contract"
 )
 
 const renderSynopsis = `Usage: jev render [-m MODEL.gguf] [-i rows.jsonl] [flags]
@@ -17,16 +16,6 @@ it, without decoding: one JSON line per row with "prompt", "prompt_sha256" and
 "n_prompt_tokens" (or "error"). Use it to inspect and hash prompts. --contract guarded
 renders direct-options-guarded-v1 (the seed's guard sentence in the system text) instead;
 --detect the injection detector's prompt of each row's evidence (injection-check-v1).`
-
-type renderRecord struct {
-	ID            any    `json:"id"`
-	PromptVersion string `json:"prompt_version"`
-	PromptSHA256  string `json:"prompt_sha256"`
-	NPromptTokens int    `json:"n_prompt_tokens"`
-	Renderer      string `json:"renderer"`
-	TemplateDate  string `json:"template_date"`
-	Prompt        string `json:"prompt"`
-}
 
 func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlagSet("render")
@@ -66,24 +55,5 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	defer d.Close()
-	return batch.Transform(ctx, r, stdout, encode, func(line []byte, lineNo int) (any, error) {
-		row, err := contract.ParseRow(line)
-		if err == nil {
-			var ps []gojev.Prompt
-			version := d.Check().PromptVersion
-			if detect {
-				var p gojev.Prompt
-				p, err = d.RenderDetect(ctx, row)
-				ps, version = []gojev.Prompt{p}, contract.DetectPromptVersion
-			} else {
-				ps, err = d.Render(ctx, row)
-			}
-			if err == nil {
-				p := ps[0]
-				return renderRecord{ID: row.IDJSON(), PromptVersion: version, PromptSHA256: p.SHA256, NPromptTokens: p.NTokens,
-					Renderer: d.Check().Renderer, TemplateDate: d.Check().TemplateDate, Prompt: p.Text}, nil
-			}
-		}
-		return batch.ErrorRecord{ID: row.IDJSON(), Line: lineNo, Error: err.Error()}, nil
-	})
+	return batch.Render(ctx, d, r, stdout, detect, encode)
 }

@@ -69,9 +69,8 @@ func textEncoder(color bool) recordEncoder {
 			}
 		case batch.ErrorRecord:
 			fmt.Fprintf(&b, "%-12s error (line %d): %s", idText(r.ID), r.Line, r.Error)
-		case renderRecord:
-			id, _ := r.ID.(json.RawMessage)
-			fmt.Fprintf(&b, "### %s  %s  %d tokens  sha256 %s\n%s\n", idText(id), r.PromptVersion, r.NPromptTokens, r.PromptSHA256, r.Prompt)
+		case batch.PromptRecord:
+			fmt.Fprintf(&b, "### %s  %s  %d tokens  sha256 %s\n%s\n", idText(r.ID), r.PromptVersion, r.NPromptTokens, r.PromptSHA256, r.Prompt)
 		default:
 			return batch.JSONLines()(rec)
 		}
