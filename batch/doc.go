@@ -8,8 +8,9 @@
 // results files; the PriDe helpers estimate a letter prior from a file's label-free sample.
 // Job puts them together for one file as jev decide does (the run resumed and checked, the
 // output emptied only once the model is ready, PriDe's prior read or estimated, the run file
-// written before and after), and CalibrateFile applies a calibration profile to a results
-// file without decoding (jev calibrate --apply).
+// written before and after); MergeFile writes a merge to a file only when it adds up;
+// CalibrateFile applies a calibration profile to a results file without decoding (jev
+// calibrate --apply), and Render writes each row's prompt record without deciding (jev render).
 //
 // Files written by jev and by a program through this package are the same files: either can
 // resume or merge what the other wrote.

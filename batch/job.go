@@ -90,7 +90,7 @@ type Job struct {
 
 // SetupError is Job.Run refusing to start: a setting, or a file it names (the results file or
 // run file of the run resumed, a prior file, the calibration profile), does not fit the job.
-// Nothing was decided, and the Output file is as it was. Field names the Job field concerned:
+// Nothing was written, and the Output file is as it was. Field names the Job field concerned:
 // "Output", "Resume", "PriorFile" or "Calibration" (Options.Calibration, CalibrationFile).
 type SetupError struct {
 	Field string
