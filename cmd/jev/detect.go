@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/gojev/gojev"
-	"github.com/gojev/gojev/batch"
-	"github.com/gojev/gojev/contract"
 )
 
 // detectFlags are jev decide's injection-detection flags.
@@ -35,12 +33,4 @@ func (f *detectFlags) apply(opts *gojev.Options) error {
 		opts.DetectThreshold = f.threshold
 	}
 	return nil
-}
-
-// meta is the run file's record of the setting (nil without --detect).
-func (f *detectFlags) meta(opts gojev.Options) *batch.RunDetect {
-	if !opts.Detect {
-		return nil
-	}
-	return &batch.RunDetect{PromptVersion: contract.DetectPromptVersion, Threshold: opts.DetectThreshold, Abstain: opts.AbstainOnSuspect}
 }

@@ -30,11 +30,3 @@ func (f *knockoutFlags) apply(opts *gojev.Options) error {
 	opts.Knockout = gojev.KnockoutOptions{Grouping: f.grouping, Seed: f.seed}
 	return nil
 }
-
-// meta is what the run file records (nil at the defaults).
-func (f *knockoutFlags) meta() *gojev.KnockoutOptions {
-	if f.grouping == knockout.Shuffle && f.seed == 0 {
-		return nil
-	}
-	return &gojev.KnockoutOptions{Grouping: f.grouping, Seed: f.seed}
-}
