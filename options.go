@@ -178,14 +178,22 @@ func (o Options) check() error {
 		return fmt.Errorf("%w: AbstainBelow %v is not a probability", ErrOptions, o.AbstainBelow)
 	}
 	if p := o.Calibration; p != nil {
-		if p.PromptVersion != o.Contract.String() {
-			return fmt.Errorf("%w: %w: the profile is for %s, this Decider serves %s", ErrOptions, calibrate.ErrMismatch, p.PromptVersion, o.Contract)
-		}
-		if _, err := p.For(o.ProfileScoring(p)); err != nil {
+		if err := o.CheckProfile(p); err != nil {
 			return fmt.Errorf("%w: %w", ErrOptions, err)
 		}
 	}
 	return nil
+}
+
+// CheckProfile reports whether a calibration profile serves these options: fitted on their
+// prompt version, with a map for their scoring (ProfileScoring). Errors wrap
+// calibrate.ErrMismatch, or are p.For's.
+func (o Options) CheckProfile(p *calibrate.Profile) error {
+	if p.PromptVersion != o.Contract.String() {
+		return fmt.Errorf("%w: it was fitted on %s decisions, these options decide %s", calibrate.ErrMismatch, p.PromptVersion, o.Contract)
+	}
+	_, err := p.For(o.ProfileScoring(p))
+	return err
 }
 
 // Scorings names the scorings these options give results: rows of at most 16 options

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 
 	"github.com/gojev/gojev"
@@ -49,12 +47,12 @@ type Calibrated struct {
 // a SetupError (Field "Calibration", wrapping calibrate.ErrMismatch), and an unreadable run
 // file wraps ErrRunFile.
 func CalibrateFile(in, out string, p *calibrate.Profile, profileFile string, abstainBelow float64) (*Calibrated, error) {
-	meta, err := ReadRunFile(RunFilePath(in))
+	meta, err := RunFileOf(in)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		meta = &RunFile{Input: in}
 	case err != nil:
 		return nil, err
+	case meta == nil:
+		meta = &RunFile{Input: in}
 	case meta.Model != nil:
 		if err := p.Check(*meta.Model, meta.Options().Contract.String()); err != nil {
 			return nil, &SetupError{"Calibration", fmt.Errorf("%s: %w", profileFile, err)}

@@ -323,12 +323,12 @@ func (j *Job) previous() (*RunFile, error) {
 	if !j.Resume {
 		return nil, nil
 	}
-	prev, err := ReadRunFile(RunFilePath(j.Output))
+	prev, err := RunFileOf(j.Output)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, nil
 	case err != nil:
 		return nil, &SetupError{"Resume", fmt.Errorf("%s: %w: it records the shard, model and settings the records kept were decided with, so the run cannot check that it continues them alike (restore it, or remove it to resume without the checks)", j.Output, err)}
+	case prev == nil:
+		return nil, nil
 	case prev.Shard != j.Shard.Spec():
 		return nil, &SetupError{"Resume", fmt.Errorf("%s: its run file says it holds %s, and this run is %s: give the same shard (--shard) as the run that wrote it",
 			j.Output, ShardWords(prev.Shard), ShardWords(j.Shard.Spec()))}

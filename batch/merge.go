@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -340,12 +339,12 @@ func partRunFiles(parts []string) ([]*RunFile, error) {
 	var first *RunFile
 	var firstPath string
 	for i, p := range parts {
-		meta, err := ReadRunFile(RunFilePath(p))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
+		meta, err := RunFileOf(p)
 		if err != nil {
 			return nil, err
+		}
+		if meta == nil {
+			continue
 		}
 		metas[i] = meta
 		if first == nil {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -150,6 +151,16 @@ func ReadRunFile(path string) (*RunFile, error) {
 		return nil, err
 	}
 	return parseRunFile(path, b)
+}
+
+// RunFileOf reads the run file beside a results file (RunFilePath): nil and no error when
+// there is none; an error wrapping ErrRunFile when it exists and cannot be read.
+func RunFileOf(results string) (*RunFile, error) {
+	m, err := ReadRunFile(RunFilePath(results))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return m, err
 }
 
 // parseRunFile decodes a run file's bytes: one JSON object of RunFile's fields.

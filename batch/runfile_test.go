@@ -22,6 +22,9 @@ func TestRunFileRoundTripAndErrors(t *testing.T) {
 	assert.Equal(t, results+".run.json", batch.RunFilePath(results))
 	_, err := batch.ReadRunFile(batch.RunFilePath(results))
 	assert.ErrorIs(t, err, fs.ErrNotExist)
+	none, err := batch.RunFileOf(results)
+	assert.NoError(t, err, "a results file without a run file is no error for RunFileOf")
+	assert.Nil(t, none)
 
 	m := &batch.RunFile{Input: "rows.jsonl", PromptVersion: "direct-options-v1", Debias: debias.PriDe, Shard: "1/4",
 		Model: &debias.ModelID{File: "m.gguf", SHA256: "ab"}, Rows: 3, Decided: 2, Errors: 1}
@@ -31,6 +34,9 @@ func TestRunFileRoundTripAndErrors(t *testing.T) {
 	assert.Equal(t, m.Input, got.Input)
 	assert.Equal(t, m.Shard, got.Shard)
 	assert.Equal(t, *m.Model, *got.Model)
+	beside, err := batch.RunFileOf(results)
+	require.NoError(t, err)
+	assert.Equal(t, got, beside)
 
 	for name, text := range map[string]string{"cut short": `{"prompt_version": "dir`, "not an object": `[1, 2]`, "empty": ``} {
 		p := filepath.Join(dir, name+".run.json")
@@ -38,6 +44,8 @@ func TestRunFileRoundTripAndErrors(t *testing.T) {
 		_, err := batch.ReadRunFile(p)
 		assert.ErrorIs(t, err, batch.ErrRunFile, name)
 		assert.ErrorContains(t, err, p, "%s: the error names the file", name)
+		_, err = batch.RunFileOf(strings.TrimSuffix(p, batch.RunFileSuffix))
+		assert.ErrorIs(t, err, batch.ErrRunFile, "%s: RunFileOf refuses a run file it cannot read", name)
 	}
 }
 

@@ -224,3 +224,11 @@ func TestShiftsAndAverageShifts(t *testing.T) {
 	_, _, err = debias.AverageShifts(perms, []int{0, 4})
 	assert.ErrorIs(t, err, debias.ErrShape)
 }
+
+func TestPriorString(t *testing.T) {
+	p := &debias.Prior{Method: debias.PriDe, ByOptions: map[int]debias.LetterPrior{
+		4: {Letters: "ABCD", Prior: []float64{0.4, 0.3, 0.2, 0.1}, SampleRows: 10},
+		2: {Letters: "AB", Prior: []float64{0.75, 0.25}, SampleRows: 12},
+	}}
+	assert.Equal(t, "2 options (12 rows): A 0.750 B 0.250; 4 options (10 rows): A 0.400 B 0.300 C 0.200 D 0.100", p.String())
+}

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/gojev/gojev/internal/atomicfile"
 )
@@ -64,6 +66,22 @@ func (p *Prior) For(k int) ([]float64, bool) {
 	}
 	lp, ok := p.ByOptions[k]
 	return lp.Prior, ok
+}
+
+// String is the prior for a person, one part per option count in increasing order:
+// "8 options (10 rows): A 0.120 B 0.310 …; 16 options (10 rows): …".
+func (p *Prior) String() string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(p.ByOptions)) {
+		lp := p.ByOptions[k]
+		var b strings.Builder
+		fmt.Fprintf(&b, "%d options (%d rows):", k, lp.SampleRows)
+		for i, v := range lp.Prior {
+			fmt.Fprintf(&b, " %c %.3f", Letters(16)[i%16], v)
+		}
+		parts = append(parts, b.String())
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Check reports ErrPriorMismatch when the prior was estimated for another model file (by

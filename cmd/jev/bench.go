@@ -11,6 +11,7 @@ import (
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/internal/bench"
+	"github.com/gojev/gojev/internal/cli"
 )
 
 const benchSynopsis = `Usage: jev bench [-m MODEL.gguf] [-i rows.jsonl] [--contract direct|binary] [-o bench.json] [flags]
@@ -44,22 +45,22 @@ report and jev calibrate.
   jev bench -t 2 -i rows.jsonl --scorings raw,permute-2,permute-4,cyclic --results out/sweep -o out/sweep.json`
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench")
+	fs := cli.NewFlagSet("bench")
 	var mf modelFlags
 	mf.register(fs)
 	var in, out, contractName, pathsFlag string
 	var limit int
-	stringFlag(fs, &in, "i,input", "examples/tickets.jsonl", "rows `file` (JSONL)")
-	stringFlag(fs, &contractName, "contract", "direct", "`contract`: direct (direct-options-v1) or binary (binary-candidates-v1)")
-	stringFlag(fs, &out, "o,output", "", "write the figures to this JSON `file` and a chart beside it (.svg)")
-	stringFlag(fs, &pathsFlag, "paths", "engine,packed,sequential,http,hardware", "the `paths` to run, comma-separated")
-	intFlag(fs, &limit, "n,rows", 0, "use only the first `n` rows (0: all)")
+	cli.String(fs, &in, "i,input", "examples/tickets.jsonl", "rows `file` (JSONL)")
+	cli.String(fs, &contractName, "contract", "direct", "`contract`: direct (direct-options-v1) or binary (binary-candidates-v1)")
+	cli.String(fs, &out, "o,output", "", "write the figures to this JSON `file` and a chart beside it (.svg)")
+	cli.String(fs, &pathsFlag, "paths", "engine,packed,sequential,http,hardware", "the `paths` to run, comma-separated")
+	cli.Int(fs, &limit, "n,rows", 0, "use only the first `n` rows (0: all)")
 	var sf sweepFlags
-	stringFlag(fs, &sf.scorings, "scorings", "", "measure bias control instead of the paths: decide the rows under each of these `scorings` (raw, pride, cyclic, permute-N, pride+permute-N), comma-separated; ratios are against the first")
-	intFlag(fs, &sf.block, "block", 10, "with --scorings: `rows` each scoring decides in turn before the next block")
-	stringFlag(fs, &sf.priorFile, "prior", "", "with --scorings: PriDe's prior `file` for the pride scorings")
-	stringFlag(fs, &sf.results, "results", "", "with --scorings: write each scoring's records to `dir`/<scoring>.jsonl")
-	if err := parseFlags(fs, args, stderr, benchSynopsis); err != nil {
+	cli.String(fs, &sf.scorings, "scorings", "", "measure bias control instead of the paths: decide the rows under each of these `scorings` (raw, pride, cyclic, permute-N, pride+permute-N), comma-separated; ratios are against the first")
+	cli.Int(fs, &sf.block, "block", 10, "with --scorings: `rows` each scoring decides in turn before the next block")
+	cli.String(fs, &sf.priorFile, "prior", "", "with --scorings: PriDe's prior `file` for the pride scorings")
+	cli.String(fs, &sf.results, "results", "", "with --scorings: write each scoring's records to `dir`/<scoring>.jsonl")
+	if err := cli.Parse(fs, args, stderr, benchSynopsis); err != nil {
 		return err
 	}
 	pathsSet := false
@@ -72,10 +73,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if sf.scorings != "" {
 		if pathsSet {
-			return usageError{errors.New("--scorings and --paths measure different things: give one")}
+			return cli.Usage(errors.New("--scorings and --paths measure different things: give one"))
 		}
 		if ctr != gojev.Direct {
-			return usageError{errors.New("--scorings measures the direct contract's bias control: drop --contract binary")}
+			return cli.Usage(errors.New("--scorings measures the direct contract's bias control: drop --contract binary"))
 		}
 		rows, lines, err := readRows(in)
 		if err != nil {
@@ -87,12 +88,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runSweep(ctx, sf, &mf, in, rows, lines, out, stdout, stderr)
 	}
 	if sf.results != "" || sf.priorFile != "" {
-		return usageError{errors.New("--results and --prior go with --scorings")}
+		return cli.Usage(errors.New("--results and --prior go with --scorings"))
 	}
 	paths := strings.Split(pathsFlag, ",")
 	for _, p := range paths {
 		if !slices.Contains(bench.PathNames, p) {
-			return usageError{fmt.Errorf("--paths: unknown path %q", p)}
+			return cli.Usage(fmt.Errorf("--paths: unknown path %q", p))
 		}
 	}
 	rows, _, err := readRows(in)

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
+	"github.com/gojev/gojev/internal/cli"
 )
 
 // biasFlags are jev decide's bias-control flags.
@@ -26,12 +25,12 @@ type biasFlags struct {
 	priorOnly   bool
 }
 
-func (b *biasFlags) register(fs *flagSet) {
-	stringFlag(fs, &b.debias, "debias", "", "bias `method`: pride (direct: PriDe, a letter prior estimated without labels from a 5% sample under all cyclic permutations, then one decode per row; Zheng et al., ICLR 2024) or contextual (binary: p_yes calibrated against content-free evidence; Zhao et al., ICML 2021). The raw scores stay in every record")
-	stringFlag(fs, &b.permute, "permute", "", "`cyclic` or N: decide every row under all k cyclic permutations of its options (cyclic), or N evenly spaced ones, and average each option's log-probability (k or N decodes a row, sharing their prefix); with --debias pride, N > 1 divides the prior out of each permutation before averaging")
-	stringFlag(fs, &b.priorFile, "prior", "", "PriDe's prior `file` (JSON): read it when it exists (no estimation), else estimate the prior and save it there, to reuse for this model and contract")
-	boolFlag(fs, &b.priorOnly, "prior-only", "with --debias pride --prior FILE: estimate the prior from the input's sample, save it to FILE and stop, deciding nothing (the first step of a sharded run: every --shard then reads FILE); when FILE exists, only check it")
-	floatFlag(fs, &b.sampleFrac, "pride-sample", debias.DefaultSampleFraction, fmt.Sprintf("the `fraction` of rows (per option count; at least %d) PriDe estimates its prior from", debias.DefaultMinSampleRows))
+func (b *biasFlags) register(fs *cli.FlagSet) {
+	cli.String(fs, &b.debias, "debias", "", "bias `method`: pride (direct: PriDe, a letter prior estimated without labels from a 5% sample under all cyclic permutations, then one decode per row; Zheng et al., ICLR 2024) or contextual (binary: p_yes calibrated against content-free evidence; Zhao et al., ICML 2021). The raw scores stay in every record")
+	cli.String(fs, &b.permute, "permute", "", "`cyclic` or N: decide every row under all k cyclic permutations of its options (cyclic), or N evenly spaced ones, and average each option's log-probability (k or N decodes a row, sharing their prefix); with --debias pride, N > 1 divides the prior out of each permutation before averaging")
+	cli.String(fs, &b.priorFile, "prior", "", "PriDe's prior `file` (JSON): read it when it exists (no estimation), else estimate the prior and save it there, to reuse for this model and contract")
+	cli.Bool(fs, &b.priorOnly, "prior-only", "with --debias pride --prior FILE: estimate the prior from the input's sample, save it to FILE and stop, deciding nothing (the first step of a sharded run: every --shard then reads FILE); when FILE exists, only check it")
+	cli.Float(fs, &b.sampleFrac, "pride-sample", debias.DefaultSampleFraction, fmt.Sprintf("the `fraction` of rows (per option count; at least %d) PriDe estimates its prior from", debias.DefaultMinSampleRows))
 	b.sampleMinRn = debias.DefaultMinSampleRows
 }
 
@@ -40,18 +39,18 @@ func (b *biasFlags) method(c gojev.Contract) (debias.Method, error) {
 	if b.permute != "" && b.permute != "cyclic" {
 		n, err := strconv.Atoi(b.permute)
 		if err != nil || n < 1 || n > len(contract.Letters) {
-			return "", usageError{fmt.Errorf("--permute %q: want cyclic (all k permutations) or a number of permutations, 1 to %d", b.permute, len(contract.Letters))}
+			return "", cli.Usage(fmt.Errorf("--permute %q: want cyclic (all k permutations) or a number of permutations, 1 to %d", b.permute, len(contract.Letters)))
 		}
 		b.permuteN = n
 	}
 	if b.permute == "cyclic" && b.debias != "" {
-		return "", usageError{errors.New("--permute cyclic and --debias are alternatives: choose one (the letter prior cancels in the mean over all k permutations; --debias pride --permute N combines PriDe with N < k of them)")}
+		return "", cli.Usage(errors.New("--permute cyclic and --debias are alternatives: choose one (the letter prior cancels in the mean over all k permutations; --debias pride --permute N combines PriDe with N < k of them)"))
 	}
 	if b.permuteN > 0 && b.debias != "" && b.debias != "pride" {
-		return "", usageError{fmt.Errorf("--permute %d combines only with --debias pride", b.permuteN)}
+		return "", cli.Usage(fmt.Errorf("--permute %d combines only with --debias pride", b.permuteN))
 	}
 	if !(b.sampleFrac > 0 && b.sampleFrac <= 1) {
-		return "", usageError{fmt.Errorf("--pride-sample %v: want a fraction in (0, 1]", b.sampleFrac)}
+		return "", cli.Usage(fmt.Errorf("--pride-sample %v: want a fraction in (0, 1]", b.sampleFrac))
 	}
 	m := debias.None
 	switch {
@@ -60,18 +59,18 @@ func (b *biasFlags) method(c gojev.Contract) (debias.Method, error) {
 	case b.debias == "contextual":
 		m = debias.Contextual
 	case b.debias != "":
-		return "", usageError{fmt.Errorf("--debias %q: want pride (direct contract) or contextual (binary contract)", b.debias)}
+		return "", cli.Usage(fmt.Errorf("--debias %q: want pride (direct contract) or contextual (binary contract)", b.debias))
 	case b.permute != "":
 		m = debias.Cyclic
 	}
 	if (m == debias.PriDe || m == debias.Cyclic) && c == gojev.Binary {
-		return "", usageError{fmt.Errorf("--debias pride and --permute control the letter bias of the direct contract; the binary contract has --debias contextual")}
+		return "", cli.Usage(fmt.Errorf("--debias pride and --permute control the letter bias of the direct contract; the binary contract has --debias contextual"))
 	}
 	if m == debias.Contextual && c != gojev.Binary {
-		return "", usageError{errors.New("--debias contextual calibrates the binary contract's yes/no readout (--contract binary); the direct contract has --debias pride")}
+		return "", cli.Usage(errors.New("--debias contextual calibrates the binary contract's yes/no readout (--contract binary); the direct contract has --debias pride"))
 	}
 	if b.priorFile != "" && m != debias.PriDe {
-		return "", usageError{errors.New("--prior FILE holds PriDe's prior: use it with --debias pride")}
+		return "", cli.Usage(errors.New("--prior FILE holds PriDe's prior: use it with --debias pride"))
 	}
 	return m, nil
 }
@@ -83,11 +82,11 @@ func (b *biasFlags) checkShard(m debias.Method, part batch.Shard, out string, re
 	if b.priorOnly {
 		switch {
 		case m != debias.PriDe || b.priorFile == "":
-			return usageError{errors.New("--prior-only estimates PriDe's prior into a file: give --debias pride --prior FILE")}
+			return cli.Usage(errors.New("--prior-only estimates PriDe's prior into a file: give --debias pride --prior FILE"))
 		case !part.All():
-			return usageError{errors.New("--prior-only estimates the prior every shard shares, from the whole input: drop --shard")}
+			return cli.Usage(errors.New("--prior-only estimates the prior every shard shares, from the whole input: drop --shard"))
 		case out != "" || resume:
-			return usageError{errors.New("--prior-only decides nothing: drop -o and --resume")}
+			return cli.Usage(errors.New("--prior-only decides nothing: drop -o and --resume"))
 		}
 		return nil
 	}
@@ -100,10 +99,10 @@ func (b *biasFlags) checkShard(m debias.Method, part batch.Shard, out string, re
 	}
 	how := "estimate it once from the whole input with\n  jev decide --debias pride --prior " + file + " --prior-only -i ROWS\nthen give every shard --prior " + file
 	if b.priorFile == "" {
-		return usageError{errors.New("--shard with --debias pride needs the prior every shard shares, in --prior FILE (a shard must not estimate a prior of its own): " + how)}
+		return cli.Usage(errors.New("--shard with --debias pride needs the prior every shard shares, in --prior FILE (a shard must not estimate a prior of its own): " + how))
 	}
 	if _, err := os.Stat(b.priorFile); err != nil {
-		return usageError{fmt.Errorf("--shard with --debias pride reads the shared prior from --prior %s, which is missing (%w): %s", b.priorFile, err, how)}
+		return cli.Usage(fmt.Errorf("--shard with --debias pride reads the shared prior from --prior %s, which is missing (%w): %s", b.priorFile, err, how))
 	}
 	return nil
 }
@@ -116,7 +115,7 @@ func (b *biasFlags) report(w io.Writer, ev batch.PriorEvent, profile string) {
 		if ev.From == batch.FromProfile {
 			from = "the calibration profile " + profile
 		}
-		fmt.Fprintf(w, "jev decide: PriDe: prior read from %s: %s\n", from, formatPrior(ev.Prior))
+		fmt.Fprintf(w, "jev decide: PriDe: prior read from %s: %s\n", from, ev.Prior)
 	case batch.PriorEstimating:
 		fmt.Fprintf(w, "jev decide: PriDe: estimating the letter prior from %d rows under all their cyclic permutations (%d prompts)...\n", ev.SampleRows, ev.Prompts)
 		if 2*ev.SampleRows > ev.Rows {
@@ -124,28 +123,8 @@ func (b *biasFlags) report(w io.Writer, ev batch.PriorEvent, profile string) {
 				ev.SampleRows, ev.Rows, b.sampleMinRn, b.sampleFrac)
 		}
 	case batch.PriorEstimated:
-		fmt.Fprintf(w, "jev decide: PriDe: prior estimated in %.1fs: %s\n", ev.Elapsed.Seconds(), formatPrior(ev.Prior))
+		fmt.Fprintf(w, "jev decide: PriDe: prior estimated in %.1fs: %s\n", ev.Elapsed.Seconds(), ev.Prior)
 	case batch.PriorSaved:
 		fmt.Fprintf(w, "jev decide: PriDe: prior saved to %s (reuse it with --prior for this model and contract)\n", b.priorFile)
 	}
-}
-
-// formatPrior prints each option count's prior as "8 options: A 0.12 B 0.31 ...".
-func formatPrior(p *debias.Prior) string {
-	var ks []int
-	for k := range p.ByOptions {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	var parts []string
-	for _, k := range ks {
-		lp := p.ByOptions[k]
-		var b strings.Builder
-		fmt.Fprintf(&b, "%d options (%d rows):", k, lp.SampleRows)
-		for i, v := range lp.Prior {
-			fmt.Fprintf(&b, " %c %.3f", contract.Letters[i], v)
-		}
-		parts = append(parts, b.String())
-	}
-	return strings.Join(parts, "; ")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/calibrate"
+	"github.com/gojev/gojev/internal/cli"
 	"github.com/gojev/gojev/internal/report"
 )
 
@@ -48,26 +49,26 @@ gets what jev decide --calibration PROFILE would have given it (and --abstain-be
   jev calibrate --apply profile.json out/held.jsonl -o out/held-calibrated.jsonl --max-error 0.1`
 
 func runCalibrate(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("calibrate")
+	fs := cli.NewFlagSet("calibrate")
 	var out, jsonPath, budgets string
 	var evalFiles []string
 	var folds, limit int
 	var confidence float64
-	stringFlag(fs, &out, "o,output", "", "write the profile to `file` (JSON); without it, only the figures are printed")
-	funcFlag(fs, "eval", "score the maps on the labelled rows of a held-out results `file` (repeatable)", func(v string) error {
+	cli.String(fs, &out, "o,output", "", "write the profile to `file` (JSON); without it, only the figures are printed")
+	cli.Func(fs, "eval", "score the maps on the labelled rows of a held-out results `file` (repeatable)", func(v string) error {
 		evalFiles = append(evalFiles, v)
 		return nil
 	})
-	intFlag(fs, &folds, "folds", calibrate.DefaultFolds, "cross-validation `folds`")
-	intFlag(fs, &limit, "rows", 0, "fit on the first `N` labelled rows of each scoring only (0: all): figures against the number of fitting rows")
-	stringFlag(fs, &budgets, "budgets", "0.05,0.10", "error `rates` whose SGR abstention thresholds --eval reports")
-	floatFlag(fs, &confidence, "confidence", 0.9, "the `confidence` (1−δ) of those thresholds' error bound")
-	stringFlag(fs, &jsonPath, "json", "", "write the figures as JSON to `file` (- for stdout, instead of the text)")
+	cli.Int(fs, &folds, "folds", calibrate.DefaultFolds, "cross-validation `folds`")
+	cli.Int(fs, &limit, "rows", 0, "fit on the first `N` labelled rows of each scoring only (0: all): figures against the number of fitting rows")
+	cli.String(fs, &budgets, "budgets", "0.05,0.10", "error `rates` whose SGR abstention thresholds --eval reports")
+	cli.Float(fs, &confidence, "confidence", 0.9, "the `confidence` (1−δ) of those thresholds' error bound")
+	cli.String(fs, &jsonPath, "json", "", "write the figures as JSON to `file` (- for stdout, instead of the text)")
 	var apply calibrationFlags
-	stringFlag(fs, &apply.profile, "apply", "", "calibrate the records of one results `file` with this profile instead of fitting one; -o is then the calibrated results file")
-	floatFlag(fs, &apply.abstainBelow, "abstain-below", 0, "with --apply: mark records whose calibrated probability is below `P` abstained")
-	floatFlag(fs, &apply.maxError, "max-error", 0, "with --apply: abstain below the profile's SGR threshold for error rate `E` (with --confidence)")
-	files, err := parseInterleaved(fs, args, stderr, calibrateSynopsis)
+	cli.String(fs, &apply.profile, "apply", "", "calibrate the records of one results `file` with this profile instead of fitting one; -o is then the calibrated results file")
+	cli.Float(fs, &apply.abstainBelow, "abstain-below", 0, "with --apply: mark records whose calibrated probability is below `P` abstained")
+	cli.Float(fs, &apply.maxError, "max-error", 0, "with --apply: abstain below the profile's SGR threshold for error rate `E` (with --confidence)")
+	files, err := cli.ParseInterleaved(fs, args, stderr, calibrateSynopsis)
 	if err != nil {
 		return err
 	}
@@ -77,25 +78,25 @@ func runCalibrate(_ context.Context, args []string, stdout, stderr io.Writer) er
 		return applyProfile(files, out, &apply, stderr)
 	}
 	if apply.abstainBelow != 0 || apply.maxErrorSet {
-		return usageError{errors.New("--abstain-below and --max-error go with --apply (or with jev decide --calibration)")}
+		return cli.Usage(errors.New("--abstain-below and --max-error go with --apply (or with jev decide --calibration)"))
 	}
 	if len(files) == 0 {
-		return usageError{errors.New("name at least one labelled results file (jev decide -o FILE on rows with a \"label\"); jev calibrate -h explains")}
+		return cli.Usage(errors.New("name at least one labelled results file (jev decide -o FILE on rows with a \"label\"); jev calibrate -h explains"))
 	}
 	var maxErrors []float64
 	for _, b := range strings.Split(budgets, ",") {
 		v, err := strconv.ParseFloat(strings.TrimSpace(b), 64)
 		if err != nil || !(v > 0 && v < 1) {
-			return usageError{fmt.Errorf("--budgets %q: want error rates in (0, 1), comma-separated", budgets)}
+			return cli.Usage(fmt.Errorf("--budgets %q: want error rates in (0, 1), comma-separated", budgets))
 		}
 		maxErrors = append(maxErrors, v)
 	}
 	if !(confidence > 0 && confidence < 1) {
-		return usageError{fmt.Errorf("--confidence %v: want a probability in (0, 1)", confidence)}
+		return cli.Usage(fmt.Errorf("--confidence %v: want a probability in (0, 1)", confidence))
 	}
 	prof, rep, err := report.FitCalibration(files, evalFiles, folds, limit, maxErrors, confidence)
 	if err != nil {
-		return usageError{err}
+		return cli.Usage(err)
 	}
 	rep.Profile = out
 	for _, s := range prof.Skipped {
@@ -132,30 +133,30 @@ type calibrationFlags struct {
 }
 
 // seen records which calibration flags the command line set.
-func (c *calibrationFlags) seen(fs *flagSet) {
+func (c *calibrationFlags) seen(fs *cli.FlagSet) {
 	fs.Visit(func(f *flag.Flag) { c.maxErrorSet = c.maxErrorSet || f.Name == "max-error" })
 }
 
-func (c *calibrationFlags) register(fs *flagSet) {
-	stringFlag(fs, &c.profile, "calibration", "", "calibration profile `file` (jev calibrate): \"probability\" and a \"calibration\" object follow its map for this run's scoring; the raw fields and the choices stay. Its PriDe prior serves --debias pride when no --prior is given")
-	floatFlag(fs, &c.abstainBelow, "abstain-below", 0, "mark rows whose (calibrated) probability is below `P` \"abstained\": true (the choice is kept); the summary gives the coverage and the accuracy of the rows answered (not abstained)")
-	floatFlag(fs, &c.maxError, "max-error", 0, "with --calibration: abstain below the threshold that keeps the error rate of the rows answered (not abstained) at most `E` with --confidence (SGR on the profile's fitting rows; Geifman & El-Yaniv, NeurIPS 2017)")
-	floatFlag(fs, &c.confidence, "confidence", 0.9, "the `confidence` (1−δ) of --max-error's bound")
+func (c *calibrationFlags) register(fs *cli.FlagSet) {
+	cli.String(fs, &c.profile, "calibration", "", "calibration profile `file` (jev calibrate): \"probability\" and a \"calibration\" object follow its map for this run's scoring; the raw fields and the choices stay. Its PriDe prior serves --debias pride when no --prior is given")
+	cli.Float(fs, &c.abstainBelow, "abstain-below", 0, "mark rows whose (calibrated) probability is below `P` \"abstained\": true (the choice is kept); the summary gives the coverage and the accuracy of the rows answered (not abstained)")
+	cli.Float(fs, &c.maxError, "max-error", 0, "with --calibration: abstain below the threshold that keeps the error rate of the rows answered (not abstained) at most `E` with --confidence (SGR on the profile's fitting rows; Geifman & El-Yaniv, NeurIPS 2017)")
+	cli.Float(fs, &c.confidence, "confidence", 0.9, "the `confidence` (1−δ) of --max-error's bound")
 }
 
 // load checks the flags and reads the profile (nil without --calibration).
 func (c *calibrationFlags) load(opts gojev.Options) (*calibrate.Profile, error) {
 	switch {
 	case c.abstainBelow < 0 || c.abstainBelow > 1:
-		return nil, usageError{fmt.Errorf("--abstain-below %v: want a probability in [0, 1]", c.abstainBelow)}
+		return nil, cli.Usage(fmt.Errorf("--abstain-below %v: want a probability in [0, 1]", c.abstainBelow))
 	case c.maxErrorSet && !(c.maxError > 0 && c.maxError < 1), c.maxError < 0 || c.maxError >= 1:
-		return nil, usageError{fmt.Errorf("--max-error %v: want an error rate in (0, 1)", c.maxError)}
+		return nil, cli.Usage(fmt.Errorf("--max-error %v: want an error rate in (0, 1)", c.maxError))
 	case !(c.confidence > 0 && c.confidence < 1):
-		return nil, usageError{fmt.Errorf("--confidence %v: want a probability in (0, 1)", c.confidence)}
+		return nil, cli.Usage(fmt.Errorf("--confidence %v: want a probability in (0, 1)", c.confidence))
 	case c.maxError > 0 && c.abstainBelow > 0:
-		return nil, usageError{errors.New("--max-error chooses the threshold that --abstain-below sets by hand: give one of them")}
+		return nil, cli.Usage(errors.New("--max-error chooses the threshold that --abstain-below sets by hand: give one of them"))
 	case c.maxErrorSet && c.profile == "":
-		return nil, usageError{errors.New("--max-error chooses its threshold on a calibration profile's fitting rows: give --calibration FILE (jev calibrate writes one)")}
+		return nil, cli.Usage(errors.New("--max-error chooses its threshold on a calibration profile's fitting rows: give --calibration FILE (jev calibrate writes one)"))
 	case c.profile == "":
 		return nil, nil
 	}
@@ -168,13 +169,10 @@ func (c *calibrationFlags) load(opts gojev.Options) (*calibrate.Profile, error) 
 		err = fmt.Errorf("%w (a profile is the JSON file jev calibrate -o writes, not a results file)", err)
 	}
 	if err != nil {
-		return nil, usageError{fmt.Errorf("%s: %w", flagName, err)}
+		return nil, cli.Usage(fmt.Errorf("%s: %w", flagName, err))
 	}
-	if p.PromptVersion != opts.Contract.String() {
-		return nil, usageError{fmt.Errorf("%s %s: %w: it was fitted on %s decisions, this run is %s", flagName, c.profile, calibrate.ErrMismatch, p.PromptVersion, opts.Contract)}
-	}
-	if _, err := p.For(opts.ProfileScoring(p)); err != nil {
-		return nil, usageError{fmt.Errorf("%s %s: %w", flagName, c.profile, err)}
+	if err := opts.CheckProfile(p); err != nil {
+		return nil, cli.Usage(fmt.Errorf("%s %s: %w", flagName, c.profile, err))
 	}
 	return p, nil
 }
@@ -188,7 +186,7 @@ func (c *calibrationFlags) threshold(p *calibrate.Profile, opts *gojev.Options, 
 	}
 	th, err := p.Threshold(opts.ProfileScoring(p), c.maxError, c.confidence)
 	if err != nil {
-		return usageError{fmt.Errorf("--max-error %v: %w", c.maxError, err)}
+		return cli.Usage(fmt.Errorf("--max-error %v: %w", c.maxError, err))
 	}
 	opts.AbstainBelow = th.Probability
 	if !quiet {
@@ -201,12 +199,12 @@ func (c *calibrationFlags) threshold(p *calibrate.Profile, opts *gojev.Options, 
 // applyProfile is jev calibrate --apply: one results file through batch.CalibrateFile into out.
 func applyProfile(files []string, out string, cf *calibrationFlags, stderr io.Writer) error {
 	if len(files) != 1 || out == "" {
-		return usageError{errors.New("--apply PROFILE calibrates one results file into -o FILE: jev calibrate --apply profile.json results.jsonl -o calibrated.jsonl")}
+		return cli.Usage(errors.New("--apply PROFILE calibrates one results file into -o FILE: jev calibrate --apply profile.json results.jsonl -o calibrated.jsonl"))
 	}
 	in := files[0]
-	meta, err := readRunFileIfAny(in)
+	meta, err := batch.RunFileOf(in)
 	if err != nil {
-		return err
+		return cli.Usage(err)
 	}
 	var opts gojev.Options
 	if meta != nil {
@@ -222,7 +220,7 @@ func applyProfile(files []string, out string, cf *calibrationFlags, stderr io.Wr
 	res, err := batch.CalibrateFile(in, out, prof, cf.profile, opts.AbstainBelow)
 	var se *batch.SetupError
 	if errors.As(err, &se) {
-		return usageError{fmt.Errorf("--apply %w", se.Err)}
+		return cli.Usage(fmt.Errorf("--apply %w", se.Err))
 	}
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/internal/cli"
 )
 
 const checkSynopsis = `Usage: jev check [-m MODEL.gguf] [flags]
@@ -21,10 +22,10 @@ llama.cpp found and which of them decides.
 Exits 1, saying why, when the model fails.`
 
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("check")
+	fs := cli.NewFlagSet("check")
 	var mf modelFlags
 	mf.register(fs)
-	if err := parseFlags(fs, args, stderr, checkSynopsis); err != nil {
+	if err := cli.Parse(fs, args, stderr, checkSynopsis); err != nil {
 		return err
 	}
 	d, err := mf.open(ctx, stderr, gojev.Options{})

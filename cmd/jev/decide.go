@@ -15,6 +15,7 @@ import (
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/debias"
+	"github.com/gojev/gojev/internal/cli"
 )
 
 const decideSynopsis = `Usage: jev decide [-m MODEL.gguf] [-i rows.jsonl] [-o out.jsonl] [--contract binary] [--debias pride] [flags]
@@ -77,7 +78,7 @@ Calibrated probabilities and abstention (jev calibrate fits a profile from label
                       (the share of decisions answered, not abstained).`
 
 func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlagSet("decide")
+	fs := cli.NewFlagSet("decide")
 	var mf modelFlags
 	mf.register(fs)
 	mf.registerDecoding(fs)
@@ -89,28 +90,28 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	var cf calibrationFlags
 	var df detectFlags
 	var kf knockoutFlags
-	stringFlag(fs, &in, "i,input", "", "rows `file` (JSONL; default stdin)")
-	stringFlag(fs, &out, "o,output", "", "results `file` (JSONL; default stdout); a run file <file>.run.json beside it records the model, flags, prior and timing for jev report")
-	stringFlag(fs, &format, "format", "", "output `format`: text (one readable line per row) or jsonl (default: text when writing to a terminal, else jsonl)")
-	boolFlag(fs, &quiet, "q,quiet", "no progress bar, no summary, no warnings")
-	stringFlag(fs, &contractName, "contract", "direct", "prompt `contract`: direct (direct-options-v1: one prompt, the letter of an option) or binary (binary-candidates-v1: one yes/no prompt per option, ranked by p_yes)")
+	cli.String(fs, &in, "i,input", "", "rows `file` (JSONL; default stdin)")
+	cli.String(fs, &out, "o,output", "", "results `file` (JSONL; default stdout); a run file <file>.run.json beside it records the model, flags, prior and timing for jev report")
+	cli.String(fs, &format, "format", "", "output `format`: text (one readable line per row) or jsonl (default: text when writing to a terminal, else jsonl)")
+	cli.Bool(fs, &quiet, "q,quiet", "no progress bar, no summary, no warnings")
+	cli.String(fs, &contractName, "contract", "direct", "prompt `contract`: direct (direct-options-v1: one prompt, the letter of an option) or binary (binary-candidates-v1: one yes/no prompt per option, ranked by p_yes)")
 	bf.register(fs)
 	cf.register(fs)
 	df.register(fs)
 	kf.register(fs)
-	intFlag(fs, &window, "window", 32, "`rows` decided at once: read ahead so their shared prefixes are decoded once (results stay in input order)")
-	boolFlag(fs, &resume, "resume", "continue an interrupted run into the existing -o file: keep its records, skip the rows they name, append the rest")
-	stringFlag(fs, &shardSpec, "shard", "", "decide only shard `I/N` of the input (I from 0): the lines L with (L-1) mod N = I; auto takes I and N from a Slurm array task or a Kubernetes Indexed Job; {shard} in -o becomes I; jev merge joins the parts")
-	if err := parseFlags(fs, args, stderr, decideSynopsis); err != nil {
+	cli.Int(fs, &window, "window", 32, "`rows` decided at once: read ahead so their shared prefixes are decoded once (results stay in input order)")
+	cli.Bool(fs, &resume, "resume", "continue an interrupted run into the existing -o file: keep its records, skip the rows they name, append the rest")
+	cli.String(fs, &shardSpec, "shard", "", "decide only shard `I/N` of the input (I from 0): the lines L with (L-1) mod N = I; auto takes I and N from a Slurm array task or a Kubernetes Indexed Job; {shard} in -o becomes I; jev merge joins the parts")
+	if err := cli.Parse(fs, args, stderr, decideSynopsis); err != nil {
 		return err
 	}
 	cf.seen(fs)
 	part, err := batch.ParseShard(shardSpec, os.Getenv)
 	if err != nil {
-		return usageError{err}
+		return cli.Usage(err)
 	}
 	if out, err = part.Path(out); err != nil {
-		return usageError{fmt.Errorf("-o %w", err)}
+		return cli.Usage(fmt.Errorf("-o %w", err))
 	}
 	c, err := parseContract(contractName)
 	if err != nil {
@@ -152,13 +153,13 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		text = true
 	case "jsonl":
 	default:
-		return usageError{fmt.Errorf("--format %q: want text or jsonl", format)}
+		return cli.Usage(fmt.Errorf("--format %q: want text or jsonl", format))
 	}
 	if text && resume {
-		return usageError{errors.New("--resume continues a JSONL results file: drop --format text")}
+		return cli.Usage(errors.New("--resume continues a JSONL results file: drop --format text"))
 	}
 	if resume && out == "" {
-		return usageError{errors.New("--resume needs the results file of the run to continue: -o FILE")}
+		return cli.Usage(errors.New("--resume needs the results file of the run to continue: -o FILE"))
 	}
 	if err := cf.threshold(prof, &opts, stderr, quiet, "decide"); err != nil {
 		return err
@@ -169,7 +170,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		RunFile: batch.RunFile{Args: args, NThreads: mf.threads},
 		Open:    func(ctx context.Context, o gojev.Options) (*gojev.Decider, error) { return mf.open(ctx, stderr, o) }}
 	if text {
-		job.Encode = textEncoder(toTerminal)
+		job.Encode = batch.TextLines(toTerminal)
 	}
 	sum := summary{part: part, abstaining: opts.AbstainBelow > 0 || opts.AbstainOnSuspect, detecting: opts.Detect}
 	var bar *progressbar.ProgressBar
@@ -217,7 +218,7 @@ var jobFlags = map[string]string{"Output": "-o", "Resume": "--resume", "PriorFil
 func setupUsage(err error) error {
 	var se *batch.SetupError
 	if errors.As(err, &se) {
-		return usageError{fmt.Errorf("%s %w", jobFlags[se.Field], se.Err)}
+		return cli.Usage(fmt.Errorf("%s %w", jobFlags[se.Field], se.Err))
 	}
 	return err
 }
@@ -327,7 +328,7 @@ func openInput(path string, stdin io.Reader) (io.Reader, func(), error) {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, usageError{err}
+		return nil, nil, cli.Usage(err)
 	}
 	return f, func() { _ = f.Close() }, nil
 }

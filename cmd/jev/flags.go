@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/internal/cache"
+	"github.com/gojev/gojev/internal/cli"
 )
 
 // modelFlags are the flags every command shares, named after llama.cpp's own CLI.
@@ -40,29 +40,29 @@ type modelFlags struct {
 	decode       string
 }
 
-func (f *modelFlags) register(fs *flagSet) {
-	stringFlag(fs, &f.model, "m,model", "", "`path` of the GGUF model (default $JEV_MODEL, else the model `make model` fetched)")
-	intFlag(fs, &f.threads, "t,threads", runtime.NumCPU(), "n_threads: CPU `threads` for decoding")
-	intFlag(fs, &f.nGPULayers, "ngl,n-gpu-layers", -1, "n_gpu_layers: `layers` to offload to the GPU device a --plugin brings (-1 all, 0 none: the CPU decides)")
-	stringFlag(fs, &f.kwargs, "chat-template-kwargs", `{"enable_thinking": false}`, "chat_template_kwargs: a JSON `object` of template variables")
-	stringFlag(fs, &f.templateFile, "chat-template-file", "", "Jinja chat template `file` to use instead of the model's tokenizer.chat_template")
-	stringFlag(fs, &f.templateDate, "template-date", "", "pin the `date` (YYYY-MM-DD) that templates read (strftime_now, date_string); every result records it as template_date (default: today, UTC)")
-	stringFlag(fs, &f.renderer, "renderer", "", "chat-template `engine`: go (Go Jinja, as transformers renders; the default in-process), llama (llama.cpp's common/chat, as llama-server renders), server (the runtime's /apply-template; the default and only choice with --runtime)")
-	stringFlag(fs, &f.runtime, "runtime", "", "decide through a llama-server at this base `URL` (e.g. http://127.0.0.1:8080) instead of in-process: /apply-template, /tokenize, /detokenize, /completion")
-	stringFlag(fs, &f.apiKey, "api-key", "", "bearer `key` for --runtime (default $JEV_API_KEY)")
-	intFlag(fs, &f.nProbs, "n-probs", 1000, "with --runtime: the first n_probs asked of /completion; raised 8× at a time while an option's token is missing from the top `n`")
-	stringFlag(fs, &f.plugins, "plugin", "", "ggml backend plugin `files` to load before the model, comma-separated (libggml-vulkan.so, libggml-cuda.so; make plugin GPU=… or gojev-native install --gpu … fetches them); default $GOJEV_PLUGINS (colon-separated); none loads none")
-	boolFlag(fs, &f.cpuFallback, "cpu-fallback", "decide on the CPU when a --plugin fails to load or finds no GPU (default: that is an error)")
-	boolFlag(fs, &f.noMmap, "no-mmap", "read the weights into memory instead of memory-mapping them")
-	boolFlag(fs, &f.verbose, "v,verbose", "log llama.cpp's own messages (model loading, backends) to stderr")
+func (f *modelFlags) register(fs *cli.FlagSet) {
+	cli.String(fs, &f.model, "m,model", "", "`path` of the GGUF model (default $JEV_MODEL, else the model `make model` fetched)")
+	cli.Int(fs, &f.threads, "t,threads", runtime.NumCPU(), "n_threads: CPU `threads` for decoding")
+	cli.Int(fs, &f.nGPULayers, "ngl,n-gpu-layers", -1, "n_gpu_layers: `layers` to offload to the GPU device a --plugin brings (-1 all, 0 none: the CPU decides)")
+	cli.String(fs, &f.kwargs, "chat-template-kwargs", `{"enable_thinking": false}`, "chat_template_kwargs: a JSON `object` of template variables")
+	cli.String(fs, &f.templateFile, "chat-template-file", "", "Jinja chat template `file` to use instead of the model's tokenizer.chat_template")
+	cli.String(fs, &f.templateDate, "template-date", "", "pin the `date` (YYYY-MM-DD) that templates read (strftime_now, date_string); every result records it as template_date (default: today, UTC)")
+	cli.String(fs, &f.renderer, "renderer", "", "chat-template `engine`: go (Go Jinja, as transformers renders; the default in-process), llama (llama.cpp's common/chat, as llama-server renders), server (the runtime's /apply-template; the default and only choice with --runtime)")
+	cli.String(fs, &f.runtime, "runtime", "", "decide through a llama-server at this base `URL` (e.g. http://127.0.0.1:8080) instead of in-process: /apply-template, /tokenize, /detokenize, /completion")
+	cli.String(fs, &f.apiKey, "api-key", "", "bearer `key` for --runtime (default $JEV_API_KEY)")
+	cli.Int(fs, &f.nProbs, "n-probs", 1000, "with --runtime: the first n_probs asked of /completion; raised 8× at a time while an option's token is missing from the top `n`")
+	cli.String(fs, &f.plugins, "plugin", "", "ggml backend plugin `files` to load before the model, comma-separated (libggml-vulkan.so, libggml-cuda.so; make plugin GPU=… or gojev-native install --gpu … fetches them); default $GOJEV_PLUGINS (colon-separated); none loads none")
+	cli.Bool(fs, &f.cpuFallback, "cpu-fallback", "decide on the CPU when a --plugin fails to load or finds no GPU (default: that is an error)")
+	cli.Bool(fs, &f.noMmap, "no-mmap", "read the weights into memory instead of memory-mapping them")
+	cli.Bool(fs, &f.verbose, "v,verbose", "log llama.cpp's own messages (model loading, backends) to stderr")
 	f.nCtx, f.nBatch = backend.DefaultNCtx, backend.DefaultNBatch
 }
 
 // registerDecoding adds the flags that matter only when rows are decoded (jev decide).
-func (f *modelFlags) registerDecoding(fs *flagSet) {
-	intFlag(fs, &f.nCtx, "c,ctx-size", backend.DefaultNCtx, "n_ctx: the longest prompt in `tokens`; longer rows get an error record (llama.cpp rounds small values up to 256 and jev caps it at the model's training context)")
-	intFlag(fs, &f.nBatch, "b,batch-size", backend.DefaultNBatch, "n_batch: most `tokens` per llama_decode call")
-	stringFlag(fs, &f.decode, "decode", "", "`mode`: one-sequence (one prompt per llama_decode: exact, the CPU default) or packed (up to 16 prompts per llama_decode sharing their prefix: faster on a GPU, the default when layers are offloaded; log-probabilities move by up to ~0.2); every record says which decided it")
+func (f *modelFlags) registerDecoding(fs *cli.FlagSet) {
+	cli.Int(fs, &f.nCtx, "c,ctx-size", backend.DefaultNCtx, "n_ctx: the longest prompt in `tokens`; longer rows get an error record (llama.cpp rounds small values up to 256 and jev caps it at the model's training context)")
+	cli.Int(fs, &f.nBatch, "b,batch-size", backend.DefaultNBatch, "n_batch: most `tokens` per llama_decode call")
+	cli.String(fs, &f.decode, "decode", "", "`mode`: one-sequence (one prompt per llama_decode: exact, the CPU default) or packed (up to 16 prompts per llama_decode sharing their prefix: faster on a GPU, the default when layers are offloaded; log-probabilities move by up to ~0.2); every record says which decided it")
 }
 
 // modelPath resolves -m, then $JEV_MODEL, then the cached default model.
@@ -72,10 +72,10 @@ func (f *modelFlags) modelPath() (string, error) {
 	}
 	p, err := cache.Model(cache.DefaultModelFile)
 	if err != nil {
-		return "", usageError{errors.New("no model: pass -m MODEL.gguf or set JEV_MODEL")}
+		return "", cli.Usage(errors.New("no model: pass -m MODEL.gguf or set JEV_MODEL"))
 	}
 	if _, err := os.Stat(p); err != nil {
-		return "", usageError{fmt.Errorf("no model: pass -m MODEL.gguf, set JEV_MODEL, or run `make model` to fetch the default (%s)", p)}
+		return "", cli.Usage(fmt.Errorf("no model: pass -m MODEL.gguf, set JEV_MODEL, or run `make model` to fetch the default (%s)", p))
 	}
 	return p, nil
 }
@@ -105,11 +105,11 @@ func (f *modelFlags) options() (gojev.Options, error) {
 		NoMmap: f.noMmap, Renderer: f.renderer, Plugins: f.pluginList(), CPUFallback: f.cpuFallback, Decode: f.decode}
 	// The runtime's own check (backend.InProcessOptions.Check), before any model is loaded.
 	if err := (backend.InProcessOptions{NCtx: f.nCtx, NBatch: f.nBatch, NThreads: f.threads, Decode: f.decode}).Check(); err != nil {
-		return opts, usageError{fmt.Errorf("%w (flags -c/--ctx-size, -b/--batch-size, -t/--threads, --decode)", err)}
+		return opts, cli.Usage(fmt.Errorf("%w (flags -c/--ctx-size, -b/--batch-size, -t/--threads, --decode)", err))
 	}
 	kwargs, warnings, err := backend.ParseTemplateKwargs([]byte(f.kwargs))
 	if err != nil {
-		return opts, usageError{fmt.Errorf("--chat-template-kwargs %w", err)}
+		return opts, cli.Usage(fmt.Errorf("--chat-template-kwargs %w", err))
 	}
 	for _, w := range warnings {
 		slog.Warn("--chat-template-kwargs: " + w)
@@ -118,14 +118,14 @@ func (f *modelFlags) options() (gojev.Options, error) {
 	if f.templateFile != "" {
 		src, err := os.ReadFile(f.templateFile)
 		if err != nil {
-			return opts, usageError{fmt.Errorf("--chat-template-file: %w", err)}
+			return opts, cli.Usage(fmt.Errorf("--chat-template-file: %w", err))
 		}
 		opts.ChatTemplate = string(src)
 	}
 	if f.templateDate != "" {
 		t, err := time.Parse(time.DateOnly, f.templateDate)
 		if err != nil {
-			return opts, usageError{fmt.Errorf("--template-date: want YYYY-MM-DD: %w", err)}
+			return opts, cli.Usage(fmt.Errorf("--template-date: want YYYY-MM-DD: %w", err))
 		}
 		opts.TemplateTime = t
 	}
@@ -148,7 +148,7 @@ func (f *modelFlags) open(ctx context.Context, stderr io.Writer, base gojev.Opti
 	opts.Knockout = base.Knockout
 	if f.runtime != "" {
 		if f.renderer != "" && f.renderer != backend.RendererServer {
-			return nil, usageError{fmt.Errorf("--renderer %s: with --runtime the server renders (--renderer server)", f.renderer)}
+			return nil, cli.Usage(fmt.Errorf("--renderer %s: with --runtime the server renders (--renderer server)", f.renderer))
 		}
 		b := backend.NewHTTP(f.runtime, backend.HTTPOptions{
 			Options: backend.Options{ChatTemplateKwargs: opts.ChatTemplateKwargs, TemplateTime: opts.TemplateTime},
@@ -178,9 +178,9 @@ func (f *modelFlags) checkLocalRenderer() error {
 	case "", backend.RendererGo, backend.RendererLlama:
 		return nil
 	case backend.RendererServer:
-		return usageError{errors.New("--renderer server needs --runtime URL")}
+		return cli.Usage(errors.New("--renderer server needs --runtime URL"))
 	}
-	return usageError{fmt.Errorf("--renderer %q: want go, llama or server", f.renderer)}
+	return cli.Usage(fmt.Errorf("--renderer %q: want go, llama or server", f.renderer))
 }
 
 // parseContract reads --contract.
@@ -193,94 +193,5 @@ func parseContract(name string) (gojev.Contract, error) {
 	case "guarded":
 		return gojev.Guarded, nil
 	}
-	return 0, usageError{fmt.Errorf("--contract %q: want direct, guarded or binary", name)}
-}
-
-// flagSet is a flag.FlagSet that remembers each flag's names in registration order, so the
-// usage lists "-m, --model" on one line and in the order the command declares them. Each
-// command makes its own (newFlagSet): nothing is shared between parses.
-type flagSet struct {
-	*flag.FlagSet
-	groups [][]string
-}
-
-func newFlagSet(name string) *flagSet {
-	return &flagSet{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError)}
-}
-
-// help lists a flag defined directly on the FlagSet (fs.Func, fs.Float64Var) in the usage.
-func (fs *flagSet) help(spec string) { fs.groups = append(fs.groups, names(spec)) }
-
-func names(spec string) []string { return strings.Split(spec, ",") }
-
-func stringFlag(fs *flagSet, p *string, spec, def, usage string) {
-	for _, n := range names(spec) {
-		fs.StringVar(p, n, def, usage)
-	}
-	fs.help(spec)
-}
-
-func intFlag(fs *flagSet, p *int, spec string, def int, usage string) {
-	for _, n := range names(spec) {
-		fs.IntVar(p, n, def, usage)
-	}
-	fs.help(spec)
-}
-
-func floatFlag(fs *flagSet, p *float64, spec string, def float64, usage string) {
-	for _, n := range names(spec) {
-		fs.Float64Var(p, n, def, usage)
-	}
-	fs.help(spec)
-}
-
-func boolFlag(fs *flagSet, p *bool, spec, usage string) {
-	for _, n := range names(spec) {
-		fs.BoolVar(p, n, false, usage)
-	}
-	fs.help(spec)
-}
-
-// funcFlag defines a flag whose value fn parses (flag.FlagSet.Func), listed in the usage.
-func funcFlag(fs *flagSet, spec, usage string, fn func(string) error) {
-	for _, n := range names(spec) {
-		fs.Func(n, usage, fn)
-	}
-	fs.help(spec)
-}
-
-// printFlags writes the flags in registration order: "  -m, --model path" and the usage.
-func printFlags(w io.Writer, fs *flagSet) {
-	for _, group := range fs.groups {
-		f := fs.Lookup(group[0])
-		arg, usage := flag.UnquoteUsage(f)
-		var spelled []string
-		for _, n := range group {
-			if len(n) <= 3 {
-				spelled = append(spelled, "-"+n)
-			} else {
-				spelled = append(spelled, "--"+n)
-			}
-		}
-		line := "  " + strings.Join(spelled, ", ")
-		if arg != "" {
-			line += " " + arg
-		}
-		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
-			usage += fmt.Sprintf(" (default %s)", f.DefValue)
-		}
-		fmt.Fprintf(w, "%s\n      %s\n", line, usage)
-	}
-}
-
-// parseFlags parses args into fs and refuses positional arguments; -h prints the usage and
-// returns errHelp.
-func parseFlags(fs *flagSet, args []string, stderr io.Writer, synopsis string) error {
-	if err := parseFlagsLoose(fs, args, stderr, synopsis); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
-	}
-	return nil
+	return 0, cli.Usage(fmt.Errorf("--contract %q: want direct, guarded or binary", name))
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/internal/cli"
 	"github.com/gojev/gojev/knockout"
 )
 
@@ -15,9 +16,9 @@ type knockoutFlags struct {
 	seed     uint64
 }
 
-func (f *knockoutFlags) register(fs *flagSet) {
-	stringFlag(fs, &f.grouping, "knockout-grouping", knockout.Shuffle, "how a row of 17 to 256 options is split into passes of at most 16 (a knockout): `grouping` shuffle (seeded by --knockout-seed and the row's option ids), file (the row's order) or length (balanced by description length)")
-	funcFlag(fs, "knockout-seed", "`seed` of --knockout-grouping shuffle (default 0)", func(v string) error {
+func (f *knockoutFlags) register(fs *cli.FlagSet) {
+	cli.String(fs, &f.grouping, "knockout-grouping", knockout.Shuffle, "how a row of 17 to 256 options is split into passes of at most 16 (a knockout): `grouping` shuffle (seeded by --knockout-seed and the row's option ids), file (the row's order) or length (balanced by description length)")
+	cli.Func(fs, "knockout-seed", "`seed` of --knockout-grouping shuffle (default 0)", func(v string) error {
 		_, err := fmt.Sscanf(v, "%d", &f.seed)
 		return err
 	})
@@ -25,7 +26,7 @@ func (f *knockoutFlags) register(fs *flagSet) {
 
 func (f *knockoutFlags) apply(opts *gojev.Options) error {
 	if !slices.Contains(knockout.Groupings, f.grouping) {
-		return usageError{fmt.Errorf("--knockout-grouping %q: want %s", f.grouping, strings.Join(knockout.Groupings, ", "))}
+		return cli.Usage(fmt.Errorf("--knockout-grouping %q: want %s", f.grouping, strings.Join(knockout.Groupings, ", ")))
 	}
 	opts.Knockout = gojev.KnockoutOptions{Grouping: f.grouping, Seed: f.seed}
 	return nil

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gojev/gojev/internal/cli"
 	"io"
 	"log/slog"
 	"os"
@@ -104,28 +105,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "jev: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
-	var ue usageError
+	var ue cli.UsageError
 	switch {
-	case err == nil, errors.Is(err, errHelp):
+	case err == nil, errors.Is(err, cli.ErrHelp):
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "jev %s: %v\n", args[0], ue.err)
+		fmt.Fprintf(stderr, "jev %s: %v\n", args[0], ue)
 		return 2
 	default:
 		fmt.Fprintf(stderr, "jev %s: %v\n", args[0], err)
 		return 1
 	}
 }
-
-// errHelp reports that -h printed a command's usage (exit code 0).
-var errHelp = errors.New("help requested")
-
-// usageError marks a command-line mistake (exit code 2).
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-
-func (e usageError) Unwrap() error { return e.err }
 
 func newLogger(stderr io.Writer, verbose bool) *slog.Logger {
 	level := slog.LevelWarn

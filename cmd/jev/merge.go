@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gojev/gojev/batch"
+	"github.com/gojev/gojev/internal/cli"
 )
 
 const mergeSynopsis = `Usage: jev merge -i rows.jsonl [-o merged.jsonl] PART.jsonl ...
@@ -34,28 +35,28 @@ a killed shard's file), then merge again. Otherwise it prints the summary a sing
 var errMergeProblems = errors.New("the parts do not add up to the input: nothing written")
 
 func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("merge")
+	fs := cli.NewFlagSet("merge")
 	var in, out string
 	var quiet bool
-	stringFlag(fs, &in, "i,input", "", "the rows `file` the shards decided (JSONL; required)")
-	stringFlag(fs, &out, "o,output", "", "merged results `file` (JSONL; default stdout), written only when complete; a run file <file>.run.json goes beside it")
-	boolFlag(fs, &quiet, "q,quiet", "no summary, no warnings (problems are still reported)")
-	parts, err := parseInterleaved(fs, args, stderr, mergeSynopsis)
+	cli.String(fs, &in, "i,input", "", "the rows `file` the shards decided (JSONL; required)")
+	cli.String(fs, &out, "o,output", "", "merged results `file` (JSONL; default stdout), written only when complete; a run file <file>.run.json goes beside it")
+	cli.Bool(fs, &quiet, "q,quiet", "no summary, no warnings (problems are still reported)")
+	parts, err := cli.ParseInterleaved(fs, args, stderr, mergeSynopsis)
 	if err != nil {
 		return err
 	}
 	if in == "" {
-		return usageError{errors.New("-i rows.jsonl: name the input the shards decided (jev merge -h explains)")}
+		return cli.Usage(errors.New("-i rows.jsonl: name the input the shards decided (jev merge -h explains)"))
 	}
 	if len(parts) == 0 {
-		return usageError{errors.New("name the shards' results files (e.g. out/part-*.jsonl)")}
+		return cli.Usage(errors.New("name the shards' results files (e.g. out/part-*.jsonl)"))
 	}
 	parts, err = batch.ExpandParts(parts)
 	if err != nil {
-		return usageError{err}
+		return cli.Usage(err)
 	}
 	if _, err := os.Stat(in); err != nil {
-		return usageError{fmt.Errorf("-i: %w", err)}
+		return cli.Usage(fmt.Errorf("-i: %w", err))
 	}
 	var res *batch.Merged
 	var problems []batch.Problem
@@ -72,7 +73,7 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		return errMergeProblems
 	}
 	if errors.Is(err, batch.ErrNotRecord) || errors.Is(err, os.ErrNotExist) {
-		return usageError{err}
+		return cli.Usage(err)
 	}
 	if err != nil {
 		return setupUsage(err)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/internal/cli"
 )
 
 // Stand-ins for native.go in a build without cgo: jev decides over --runtime URL only, and
@@ -22,5 +23,5 @@ func setNativeLogger(*slog.Logger) {}
 func printInProcess(io.Writer, *gojev.Decider, int) {}
 
 func runParity(context.Context, []string, io.Writer, io.Writer) error {
-	return usageError{errors.Join(errors.New("jev parity compares the in-process runtime with llama-server"), errNeedsCgo)}
+	return cli.Usage(errors.Join(errors.New("jev parity compares the in-process runtime with llama-server"), errNeedsCgo))
 }

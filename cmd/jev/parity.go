@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 
+	"github.com/gojev/gojev/internal/cli"
 	"github.com/gojev/gojev/internal/parity"
 )
 
@@ -28,19 +29,19 @@ check fails (a prompt, token or choice difference, a log-prob drift beyond the b
 error); corpus differences are reported, not failed: some are llama.cpp's on purpose.`
 
 func runParity(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("parity")
+	fs := cli.NewFlagSet("parity")
 	var mf modelFlags
 	mf.register(fs)
 	var in, corpus, python string
 	var asJSON bool
 	var bound float64
-	stringFlag(fs, &in, "i,input", "examples/tickets.jsonl", "rows `file` (JSONL)")
-	stringFlag(fs, &corpus, "corpus", "", "folder of *.jinja chat templates (default: the pinned llama.cpp's models/templates; \"none\" skips)")
-	stringFlag(fs, &python, "python", "python3", "a `python` with jinja2 for the corpus check (\"\" skips Python)")
-	boolFlag(fs, &asJSON, "json", "print one JSON object instead of the table")
+	cli.String(fs, &in, "i,input", "examples/tickets.jsonl", "rows `file` (JSONL)")
+	cli.String(fs, &corpus, "corpus", "", "folder of *.jinja chat templates (default: the pinned llama.cpp's models/templates; \"none\" skips)")
+	cli.String(fs, &python, "python", "python3", "a `python` with jinja2 for the corpus check (\"\" skips Python)")
+	cli.Bool(fs, &asJSON, "json", "print one JSON object instead of the table")
 	fs.Float64Var(&bound, "max-logprob-diff", 1e-4, "the largest |Δ logprob| accepted")
-	fs.help("max-logprob-diff")
-	if err := parseFlags(fs, args, stderr, paritySynopsis); err != nil {
+	fs.Help("max-logprob-diff")
+	if err := cli.Parse(fs, args, stderr, paritySynopsis); err != nil {
 		return err
 	}
 	rows, _, err := readRows(in)

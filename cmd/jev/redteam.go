@@ -12,6 +12,7 @@ import (
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/calibrate"
+	"github.com/gojev/gojev/internal/cli"
 	"github.com/gojev/gojev/internal/redteam"
 	"github.com/gojev/gojev/internal/report"
 )
@@ -50,7 +51,7 @@ or is estimated once per contract on the clean rows (DIR/prior-<prompt_version>.
   jev redteam -i rows.jsonl -o out/redteam --settings pride,pride+permute-2 -n 50 --html out/redteam.html`
 
 func runRedteam(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("redteam")
+	fs := cli.NewFlagSet("redteam")
 	var mf modelFlags
 	mf.register(fs)
 	mf.registerDecoding(fs)
@@ -60,28 +61,28 @@ func runRedteam(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var seed uint64
 	var list, buildOnly bool
 	var cf calibrationFlags
-	stringFlag(fs, &in, "i,input", "", "labelled rows `file` (JSONL)")
-	stringFlag(fs, &dir, "o,output", "", "`dir`ectory for the attacked rows, the records and redteam.json")
-	stringFlag(fs, &settingsSpec, "settings", "pride,pride+permute-2,guarded+pride+detect", "decoded `settings`, comma-separated (tokens joined by +: direct|guarded|binary, pride|permute-N|cyclic, detect)")
-	stringFlag(fs, &familiesSpec, "families", "all", "attack `families`, comma-separated: letter, content, breakout, role, unicode")
-	intFlag(fs, &limit, "n,rows", 0, "attack only the first `n` labelled rows (0: all)")
-	funcFlag(fs, "seed", "`seed` of the targets and variants (default 1)", func(v string) error {
+	cli.String(fs, &in, "i,input", "", "labelled rows `file` (JSONL)")
+	cli.String(fs, &dir, "o,output", "", "`dir`ectory for the attacked rows, the records and redteam.json")
+	cli.String(fs, &settingsSpec, "settings", "pride,pride+permute-2,guarded+pride+detect", "decoded `settings`, comma-separated (tokens joined by +: direct|guarded|binary, pride|permute-N|cyclic, detect)")
+	cli.String(fs, &familiesSpec, "families", "all", "attack `families`, comma-separated: letter, content, breakout, role, unicode")
+	cli.Int(fs, &limit, "n,rows", 0, "attack only the first `n` labelled rows (0: all)")
+	cli.Func(fs, "seed", "`seed` of the targets and variants (default 1)", func(v string) error {
 		var err error
 		seed, err = strconv.ParseUint(v, 10, 64)
 		return err
 	})
 	seed = 1
-	stringFlag(fs, &priorFile, "prior", "", "PriDe's prior `file` for the direct pride settings (default: estimated on the clean rows)")
-	intFlag(fs, &window, "window", 32, "`rows` decided at once")
-	floatFlag(fs, &detectThreshold, "detect-threshold", gojev.DefaultDetectThreshold, "the detect settings flag (and abstain on) a row when the detector's p_yes is at least `P`; applied to the recorded p_yes, so changing it decodes nothing")
-	stringFlag(fs, &htmlPath, "html", "", "write an HTML page to `file`: the injection table and chart, and the clean runs' evaluation")
-	boolFlag(fs, &list, "list", "print the attack families, their variants' texts and sources, and stop")
-	boolFlag(fs, &buildOnly, "build-only", "write the attacked rows and stop, deciding nothing")
-	stringFlag(fs, &cf.profile, "calibration", "", "calibration profile `file`: each setting it holds a scoring for is also reported calibrated (+cal), abstaining per --max-error or --abstain-below")
-	floatFlag(fs, &cf.abstainBelow, "abstain-below", 0, "with --calibration: the +cal settings abstain below `P`")
-	floatFlag(fs, &cf.maxError, "max-error", 0, "with --calibration: the +cal settings abstain below the profile's SGR threshold for error rate `E`")
-	floatFlag(fs, &cf.confidence, "confidence", 0.9, "the `confidence` of --max-error's bound")
-	if err := parseFlags(fs, args, stderr, redteamSynopsis); err != nil {
+	cli.String(fs, &priorFile, "prior", "", "PriDe's prior `file` for the direct pride settings (default: estimated on the clean rows)")
+	cli.Int(fs, &window, "window", 32, "`rows` decided at once")
+	cli.Float(fs, &detectThreshold, "detect-threshold", gojev.DefaultDetectThreshold, "the detect settings flag (and abstain on) a row when the detector's p_yes is at least `P`; applied to the recorded p_yes, so changing it decodes nothing")
+	cli.String(fs, &htmlPath, "html", "", "write an HTML page to `file`: the injection table and chart, and the clean runs' evaluation")
+	cli.Bool(fs, &list, "list", "print the attack families, their variants' texts and sources, and stop")
+	cli.Bool(fs, &buildOnly, "build-only", "write the attacked rows and stop, deciding nothing")
+	cli.String(fs, &cf.profile, "calibration", "", "calibration profile `file`: each setting it holds a scoring for is also reported calibrated (+cal), abstaining per --max-error or --abstain-below")
+	cli.Float(fs, &cf.abstainBelow, "abstain-below", 0, "with --calibration: the +cal settings abstain below `P`")
+	cli.Float(fs, &cf.maxError, "max-error", 0, "with --calibration: the +cal settings abstain below the profile's SGR threshold for error rate `E`")
+	cli.Float(fs, &cf.confidence, "confidence", 0.9, "the `confidence` of --max-error's bound")
+	if err := cli.Parse(fs, args, stderr, redteamSynopsis); err != nil {
 		return err
 	}
 	cf.seen(fs)
@@ -91,34 +92,34 @@ func runRedteam(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	}
 	if in == "" || dir == "" {
-		return usageError{errors.New("give the labelled rows (-i rows.jsonl) and a directory for the results (-o DIR)")}
+		return cli.Usage(errors.New("give the labelled rows (-i rows.jsonl) and a directory for the results (-o DIR)"))
 	}
 	families, err := cat.Select(strings.Split(familiesSpec, ","))
 	if err != nil {
-		return usageError{err}
+		return cli.Usage(err)
 	}
 	var settings []redteam.Setting
 	for _, spec := range strings.Split(settingsSpec, ",") {
 		s, err := redteam.ParseSetting(strings.TrimSpace(spec))
 		if err != nil {
-			return usageError{fmt.Errorf("--settings: %w", err)}
+			return cli.Usage(fmt.Errorf("--settings: %w", err))
 		}
 		settings = append(settings, s)
 	}
 	var prof *calibrate.Profile
 	if cf.profile != "" {
 		if prof, err = calibrate.Load(cf.profile); err != nil {
-			return usageError{fmt.Errorf("--calibration: %w", err)}
+			return cli.Usage(fmt.Errorf("--calibration: %w", err))
 		}
 	} else if cf.abstainBelow != 0 || cf.maxErrorSet {
-		return usageError{errors.New("--abstain-below and --max-error set the +cal settings' threshold: give --calibration FILE")}
+		return cli.Usage(errors.New("--abstain-below and --max-error set the +cal settings' threshold: give --calibration FILE"))
 	}
 
 	// The attacked rows.
 	rowsDir := filepath.Join(dir, "rows")
 	targets, nrows, err := redteam.BuildAttacks(cat, families, in, rowsDir, limit, seed)
 	if err != nil {
-		return usageError{err}
+		return cli.Usage(err)
 	}
 	fmt.Fprintf(stderr, "jev redteam: %d labelled rows attacked in %d families (%s, seed %d) in %s\n", nrows, len(families), cat.Version, seed, rowsDir)
 	if buildOnly {
@@ -130,7 +131,7 @@ func runRedteam(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Measure:     redteam.MeasureConfig{DetectThreshold: detectThreshold, Profile: prof, MaxError: cf.maxError, Confidence: cf.confidence, AbstainBelow: cf.abstainBelow},
 		ProfileFile: cf.profile})
 	if errors.Is(err, redteam.ErrFigures) {
-		return usageError{err}
+		return cli.Usage(err)
 	}
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
+	"github.com/gojev/gojev/internal/cli"
 )
 
 const renderSynopsis = `Usage: jev render [-m MODEL.gguf] [-i rows.jsonl] [flags]
@@ -18,25 +19,25 @@ renders direct-options-guarded-v1 (the seed's guard sentence in the system text)
 --detect the injection detector's prompt of each row's evidence (injection-check-v1).`
 
 func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlagSet("render")
+	fs := cli.NewFlagSet("render")
 	var mf modelFlags
 	mf.register(fs)
 	var in, format, contractName string
 	var detect bool
-	stringFlag(fs, &in, "i,input", "", "rows `file` (JSONL; default stdin)")
-	stringFlag(fs, &contractName, "contract", "direct", "`contract`: direct (direct-options-v1) or guarded (direct-options-guarded-v1)")
-	boolFlag(fs, &detect, "detect", "render the injection detector's prompt of each row's evidence (injection-check-v1) instead")
-	stringFlag(fs, &format, "format", "jsonl", "output `format`: jsonl (one JSON object a row) or text (each prompt as the model reads it, under a ### header with its id, token count and sha256)")
-	if err := parseFlags(fs, args, stderr, renderSynopsis); err != nil {
+	cli.String(fs, &in, "i,input", "", "rows `file` (JSONL; default stdin)")
+	cli.String(fs, &contractName, "contract", "direct", "`contract`: direct (direct-options-v1) or guarded (direct-options-guarded-v1)")
+	cli.Bool(fs, &detect, "detect", "render the injection detector's prompt of each row's evidence (injection-check-v1) instead")
+	cli.String(fs, &format, "format", "jsonl", "output `format`: jsonl (one JSON object a row) or text (each prompt as the model reads it, under a ### header with its id, token count and sha256)")
+	if err := cli.Parse(fs, args, stderr, renderSynopsis); err != nil {
 		return err
 	}
-	encode := recordEncoder(batch.JSONLines())
+	encode := batch.JSONLines()
 	switch format {
 	case "jsonl":
 	case "text":
-		encode = textEncoder(false)
+		encode = batch.TextLines(false)
 	default:
-		return usageError{fmt.Errorf("--format %q: want jsonl or text", format)}
+		return cli.Usage(fmt.Errorf("--format %q: want jsonl or text", format))
 	}
 	r, closeIn, err := openInput(in, stdin)
 	if err != nil {
@@ -48,7 +49,7 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	if c == gojev.Binary {
-		return usageError{fmt.Errorf("--contract binary has one prompt per option: jev render shows the direct and guarded contracts' one prompt")}
+		return cli.Usage(fmt.Errorf("--contract binary has one prompt per option: jev render shows the direct and guarded contracts' one prompt"))
 	}
 	d, err := mf.open(ctx, stderr, gojev.Options{Contract: c, Detect: detect})
 	if err != nil {

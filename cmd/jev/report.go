@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"strings"
 
-	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/internal/atomicfile"
+	"github.com/gojev/gojev/internal/cli"
 	"github.com/gojev/gojev/internal/report"
 )
 
@@ -31,23 +29,23 @@ The table goes to stdout; --json writes the figures (- for stdout, instead of th
   jev report out/raw.jsonl out/pride.jsonl=PriDe --html out/report.html`
 
 func runReport(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("report")
+	fs := cli.NewFlagSet("report")
 	var htmlPath, jsonPath string
-	stringFlag(fs, &htmlPath, "html", "", "write a self-contained HTML report with the plots to `file`")
-	stringFlag(fs, &jsonPath, "json", "", "write the figures as JSON to `file` (- for stdout)")
-	files, err := parseInterleaved(fs, args, stderr, reportSynopsis)
+	cli.String(fs, &htmlPath, "html", "", "write a self-contained HTML report with the plots to `file`")
+	cli.String(fs, &jsonPath, "json", "", "write the figures as JSON to `file` (- for stdout)")
+	files, err := cli.ParseInterleaved(fs, args, stderr, reportSynopsis)
 	if err != nil {
 		return err
 	}
 	if len(files) == 0 {
-		return usageError{errors.New("name at least one results file (jev decide -o FILE); jev report -h explains")}
+		return cli.Usage(errors.New("name at least one results file (jev decide -o FILE); jev report -h explains"))
 	}
 	var runs []*report.Run
 	for _, f := range files {
 		path, name, _ := strings.Cut(f, "=")
 		rs, err := report.Load(path, name)
 		if err != nil {
-			return usageError{err}
+			return cli.Usage(err)
 		}
 		runs = append(runs, rs...)
 	}
@@ -76,51 +74,4 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 // writeFile writes what write produces to path, replacing it only when complete.
 func writeFile(path string, write func(io.Writer) error) error {
 	return atomicfile.Write(path, write)
-}
-
-// parseInterleaved parses args into fs, flags and positional arguments in any order, and
-// returns the positional ones in order; -h prints the usage and returns errHelp.
-func parseInterleaved(fs *flagSet, args []string, stderr io.Writer, synopsis string) ([]string, error) {
-	var pos []string
-	for {
-		if err := parseFlagsLoose(fs, args, stderr, synopsis); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
-
-// parseFlagsLoose parses args into fs and leaves positional arguments to the caller; -h prints
-// the usage and returns errHelp.
-func parseFlagsLoose(fs *flagSet, args []string, stderr io.Writer, synopsis string) error {
-	// The flag package prints the usage on every parse error; print it only for -h, and
-	// answer a mistake with the mistake and a pointer to -h.
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, "%s\n\nFlags:\n", synopsis)
-			printFlags(stderr, fs)
-			return errHelp
-		}
-		return usageError{fmt.Errorf("%w (jev %s -h lists the flags)", err, fs.Name())}
-	}
-	return nil
-}
-
-// readRunFileIfAny reads the run file beside a results file: nil when there is none, an error
-// (a usage error) when there is one that cannot be read.
-func readRunFileIfAny(results string) (*batch.RunFile, error) {
-	m, err := batch.ReadRunFile(batch.RunFilePath(results))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, usageError{err}
-	}
-	return m, nil
 }

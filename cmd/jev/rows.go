@@ -6,6 +6,7 @@ import (
 
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/internal/cli"
 )
 
 // readRows reads a JSONL file of rows with their line numbers (batch.ReadRows); a bad row is
@@ -15,7 +16,7 @@ func readRows(path string) ([]contract.Row, []int, error) {
 	rows, lines, err := batch.ReadRows(path)
 	var pe *fs.PathError
 	if errors.As(err, &pe) && pe.Op == "open" {
-		return nil, nil, usageError{err}
+		return nil, nil, cli.Usage(err)
 	}
 	return rows, lines, err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/internal/bench"
+	"github.com/gojev/gojev/internal/cli"
 )
 
 // sweepFlags are jev bench's scoring-sweep flags (--scorings).
@@ -32,15 +33,15 @@ func runSweep(ctx context.Context, sf sweepFlags, mf *modelFlags, in string, row
 		names[i] = strings.TrimSpace(n)
 		m, _, err := bench.ParseScoring(names[i])
 		if err != nil {
-			return usageError{fmt.Errorf("--scorings: %w", err)}
+			return cli.Usage(fmt.Errorf("--scorings: %w", err))
 		}
 		needPrior = needPrior || m == debias.PriDe
 	}
 	if needPrior && sf.priorFile == "" {
-		return usageError{errors.New("--scorings with pride needs --prior FILE (jev decide --debias pride --prior FILE --prior-only -i ROWS estimates one): the sweep times decoding, not the estimate")}
+		return cli.Usage(errors.New("--scorings with pride needs --prior FILE (jev decide --debias pride --prior FILE --prior-only -i ROWS estimates one): the sweep times decoding, not the estimate"))
 	}
 	if sf.priorFile != "" && !needPrior {
-		return usageError{errors.New("--prior FILE serves the pride scorings: add one to --scorings, or drop --prior")}
+		return cli.Usage(errors.New("--prior FILE serves the pride scorings: add one to --scorings, or drop --prior"))
 	}
 	model, err := mf.modelPath()
 	if err != nil {
@@ -51,7 +52,7 @@ func runSweep(ctx context.Context, sf sweepFlags, mf *modelFlags, in string, row
 		Open:  func(o gojev.Options) (*gojev.Decider, error) { return mf.open(ctx, stderr, o) },
 		Model: model, Threads: mf.threads, Log: stderr})
 	if errors.Is(err, bench.ErrNotInProcess) {
-		return usageError{errors.New("--scorings measures the in-process runtime: drop --runtime")}
+		return cli.Usage(errors.New("--scorings measures the in-process runtime: drop --runtime"))
 	}
 	if err != nil {
 		return setupUsage(err)

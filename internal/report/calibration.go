@@ -1,10 +1,8 @@
 package report
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
 	"slices"
 	"strings"
@@ -80,11 +78,8 @@ func CollectSamples(files []string, limit int) (*SampleSet, error) {
 		if err != nil {
 			return nil, err
 		}
-		meta, err := batch.ReadRunFile(batch.RunFilePath(path))
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			meta = nil
-		case err != nil:
+		meta, err := batch.RunFileOf(path)
+		if err != nil {
 			return nil, err
 		}
 		if meta != nil && meta.Model != nil {
