@@ -54,7 +54,8 @@ type Job struct {
 	// runtime); Run closes it at the end. An error of Open is returned as it is.
 	Open func(ctx context.Context, opts gojev.Options) (*gojev.Decider, error)
 	// Decider, when Open is nil, is the Decider to decide with, opened beforehand with
-	// Options and left open; Run sets its prior under PriDe (Decider.SetPrior).
+	// Options and left open; under PriDe and without a PriorFile Run keeps the prior it has
+	// (Decider.Prior), else finds one as below and sets it (Decider.SetPrior).
 	Decider *gojev.Decider
 
 	// PriorFile is PriDe's prior file: read when it exists (and checked against the model and
@@ -177,6 +178,9 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 	opts := j.Options
 	if j.Decider != nil && j.Open == nil {
 		opts = j.Decider.Options()
+		if j.PriorFile == "" {
+			opts.Prior = cmp.Or(j.Decider.Prior(), opts.Prior) // one set since Open (SetPrior)
+		}
 	}
 	pride := opts.Debias == debias.PriDe
 	if j.Open == nil && j.Decider == nil {

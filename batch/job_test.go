@@ -229,6 +229,18 @@ func TestJobFindsPriDesPrior(t *testing.T) {
 	assert.Equal(t, batch.PriorRead, events[0].Step)
 	assert.Equal(t, batch.FromPriorFile, events[0].From)
 
+	// A Decider that has a prior already (SetPrior, here by the runs above) keeps it: nothing
+	// is estimated, and the run file records that prior.
+	events = nil
+	kept := batch.Job{Input: rows, Output: filepath.Join(dir, "kept.jsonl"), Decider: d, OnPrior: job.OnPrior}
+	_, err = kept.Run(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, events)
+	meta, err = batch.ReadRunFile(batch.RunFilePath(kept.Output))
+	require.NoError(t, err)
+	assert.Equal(t, saved.ByOptions, meta.Prior.ByOptions)
+
+	d.SetPrior(nil)
 	shard := batch.Job{Input: rows, Decider: d, Shard: batch.Shard{I: 0, N: 2}, PriorFile: filepath.Join(dir, "none.json")}
 	_, err = shard.Run(context.Background())
 	var se *batch.SetupError

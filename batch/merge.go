@@ -116,10 +116,16 @@ type Problem struct {
 	Detail string `json:"detail"`
 }
 
-// ProblemKinds are the kinds of Problem, in the order a report lists them, with their titles.
-var ProblemKinds = []struct{ Kind, Title string }{
-	{"busy", "part still being written"}, {"shard", "shard incomplete"}, {"missing", "missing row"},
-	{"duplicate", "duplicate row"}, {"foreign", "foreign row"}, {"cut", "cut part"}, {"norun", "part without a run file"},
+// ProblemKinds are the kinds of Problem, in the order a report lists them, with their titles
+// for one problem and for several.
+var ProblemKinds = []struct{ Kind, Title, Plural string }{
+	{"busy", "part still being written", "parts still being written"},
+	{"shard", "shard incomplete", "shards incomplete"},
+	{"missing", "missing row", "missing rows"},
+	{"duplicate", "duplicate row", "duplicate rows"},
+	{"foreign", "foreign row", "foreign rows"},
+	{"cut", "cut part", "cut parts"},
+	{"norun", "part without a run file", "parts without a run file"},
 }
 
 // ExpandParts expands the glob patterns among parts that name no file themselves (for a

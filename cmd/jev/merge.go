@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/internal/cli"
@@ -109,7 +108,11 @@ func printProblems(w io.Writer, in string, parts []string, problems []batch.Prob
 		if len(ps) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "  %s:\n", pluralPhrase(len(ps), kind.Title))
+		title := kind.Title
+		if len(ps) != 1 {
+			title = kind.Plural
+		}
+		fmt.Fprintf(w, "  %d %s:\n", len(ps), title)
 		for _, p := range ps[:min(show, len(ps))] {
 			fmt.Fprintf(w, "    %s\n", p.Detail)
 		}
@@ -117,20 +120,4 @@ func printProblems(w io.Writer, in string, parts []string, problems []batch.Prob
 			fmt.Fprintf(w, "    ... and %d more\n", len(ps)-show)
 		}
 	}
-}
-
-// pluralPhrase writes "1 missing row", "2 missing rows", "2 parts still being written": the
-// first word ending in "row", "part" or "shard" takes the plural.
-func pluralPhrase(n int, phrase string) string {
-	if n != 1 {
-		words := strings.Fields(phrase)
-		for i, w := range words {
-			if w == "row" || w == "part" || w == "shard" {
-				words[i] += "s"
-				break
-			}
-		}
-		phrase = strings.Join(words, " ")
-	}
-	return fmt.Sprintf("%d %s", n, phrase)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -190,4 +191,24 @@ func TestRedteamOnTheSmallModel(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stderr, "every file already decided")
 	assert.NotContains(t, stderr, "deciding")
+
+	// A file cut short (a killed run: one record kept, the run file unfinished) is resumed, not
+	// decided again: the kept record stays byte for byte and the other rows are added.
+	letter := filepath.Join(out, "guarded_pride_detect", "letter.jsonl")
+	data, err := os.ReadFile(letter)
+	require.NoError(t, err)
+	first := data[:bytes.IndexByte(data, '\n')+1]
+	require.NoError(t, os.WriteFile(letter, first, 0o644))
+	meta, err := batch.ReadRunFile(batch.RunFilePath(letter))
+	require.NoError(t, err)
+	meta.Finished = false
+	require.NoError(t, meta.Save(batch.RunFilePath(letter)))
+	code, _, stderr = jev(t, "", args...)
+	require.Equal(t, 0, code, stderr)
+	assert.Regexp(t, `guarded\+pride\+detect: deciding \S*letter\.jsonl`, stderr)
+	assert.NotContains(t, stderr, "clean.jsonl ...", "a finished file is kept")
+	resumed, err := os.ReadFile(letter)
+	require.NoError(t, err)
+	assert.True(t, bytes.HasPrefix(resumed, first), "the kept record is kept")
+	assert.Len(t, readResults(t, letter), 3)
 }

@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/contract"
-	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/internal/bench"
 	"github.com/gojev/gojev/internal/cli"
 )
@@ -27,21 +25,9 @@ type sweepFlags struct {
 // runSweep is jev bench --scorings: the rows (with their input line numbers) decided under
 // each scoring in interleaved blocks, one Decider per scoring, in one process (bench.RunScorings).
 func runSweep(ctx context.Context, sf sweepFlags, mf *modelFlags, in string, rows []contract.Row, lines []int, out string, stdout, stderr io.Writer) error {
-	names := strings.Split(sf.scorings, ",")
-	needPrior := false
-	for i, n := range names {
-		names[i] = strings.TrimSpace(n)
-		m, _, err := bench.ParseScoring(names[i])
-		if err != nil {
-			return cli.Usage(fmt.Errorf("--scorings: %w", err))
-		}
-		needPrior = needPrior || m == debias.PriDe
-	}
-	if needPrior && sf.priorFile == "" {
-		return cli.Usage(errors.New("--scorings with pride needs --prior FILE (jev decide --debias pride --prior FILE --prior-only -i ROWS estimates one): the sweep times decoding, not the estimate"))
-	}
-	if sf.priorFile != "" && !needPrior {
-		return cli.Usage(errors.New("--prior FILE serves the pride scorings: add one to --scorings, or drop --prior"))
+	names, err := bench.ParseScorings(sf.scorings, sf.priorFile)
+	if err != nil {
+		return cli.Usage(err)
 	}
 	model, err := mf.modelPath()
 	if err != nil {

@@ -80,6 +80,31 @@ func TestSweepNeedsAnExistingPrior(t *testing.T) {
 	assert.ErrorContains(t, err, path+": no such file: jev decide --debias pride --prior "+path+" --prior-only")
 }
 
+// The --scorings list is split, trimmed and checked against the prior file, in both directions.
+func TestParseScorings(t *testing.T) {
+	for _, c := range []struct {
+		list, prior string
+		want        []string
+		err         string
+	}{
+		{"raw, permute-2 ,cyclic", "", []string{"raw", "permute-2", "cyclic"}, ""},
+		{"raw,pride+permute-4", "p.json", []string{"raw", "pride+permute-4"}, ""},
+		{"raw,pride", "", nil, "--scorings with pride needs --prior FILE"},
+		{"raw,cyclic", "p.json", nil, "--prior FILE serves the pride scorings"},
+		{"raw,permute-x", "", nil, `--scorings: unknown scoring "permute-x"`},
+		{"raw,permute-17", "", nil, `unknown scoring "permute-17"`},
+		{"raw,", "", nil, `unknown scoring ""`},
+	} {
+		got, err := ParseScorings(c.list, c.prior)
+		if c.err != "" {
+			assert.ErrorContains(t, err, c.err, c.list)
+			continue
+		}
+		require.NoError(t, err, c.list)
+		assert.Equal(t, c.want, got)
+	}
+}
+
 func TestSweepText(t *testing.T) {
 	sw := &Sweep{Rows: 6, Block: 4, Threads: 2, Model: "/m/small.gguf", Contract: "direct-options-v1", Started: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC),
 		Paths: []*ScoringPath{{Scoring: "raw", Rows: 6, PromptsPerRow: 1, WallS: 3, WallVsBase: 1, TokensDecoded: 600, DecodedVsBase: 1},

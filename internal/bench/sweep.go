@@ -261,6 +261,29 @@ func readPrior(path string, model debias.ModelID) (*debias.Prior, error) {
 	return prior, err
 }
 
+// ParseScorings splits jev bench's --scorings list (ParseScoring's names, comma-separated) and
+// checks it against the prior file: the pride scorings need one (the sweep times decoding, not
+// the estimate), and a prior needs a pride scoring. Errors are the caller's usage errors.
+func ParseScorings(list, priorFile string) ([]string, error) {
+	names := strings.Split(list, ",")
+	needPrior := false
+	for i, n := range names {
+		names[i] = strings.TrimSpace(n)
+		m, _, err := ParseScoring(names[i])
+		if err != nil {
+			return nil, fmt.Errorf("--scorings: %w", err)
+		}
+		needPrior = needPrior || m == debias.PriDe
+	}
+	switch {
+	case needPrior && priorFile == "":
+		return nil, errors.New("--scorings with pride needs --prior FILE (jev decide --debias pride --prior FILE --prior-only -i ROWS estimates one): the sweep times decoding, not the estimate")
+	case priorFile != "" && !needPrior:
+		return nil, errors.New("--prior FILE serves the pride scorings: add one to --scorings, or drop --prior")
+	}
+	return names, nil
+}
+
 // ParseScoring turns a scoring name (calibrate's names: raw, pride, cyclic, permute-N,
 // pride+permute-N) into the bias control that decides under it. Errors name the scoring.
 func ParseScoring(name string) (debias.Method, int, error) {

@@ -423,46 +423,20 @@ func DecideSetting(ctx context.Context, s Setting, files []string, rowsDir, dir 
 	return nil
 }
 
+// decideFile decides one rows file into out with batch.Job, continuing a run over the same
+// rows (by sha256) that was cut short, with the run file Job writes plus the input's sha256.
 func decideFile(ctx context.Context, d *gojev.Decider, s Setting, in, out string, cfg *DecideConfig) error {
 	sum, err := batch.FileSHA256(in)
 	if err != nil {
 		return err
 	}
 	meta := cfg.RunFile
-	meta.Args, meta.Input, meta.InputSHA256 = []string{"redteam", "--settings", s.Name}, in, sum
-	meta.PromptVersion, meta.Debias, meta.Permute, meta.Model = s.Options.Contract.String(), s.Options.Debias, s.Options.Permute, cfg.Model
-	meta.Backend, meta.Decode, meta.Started = d.Check().Backend, d.Check().Decode, time.Now().UTC()
-	if s.Options.Debias == debias.PriDe {
-		meta.Prior = d.Prior()
-	}
-	if s.Options.Detect {
-		meta.Detect = &batch.RunDetect{PromptVersion: contract.DetectPromptVersion, Threshold: gojev.DefaultDetectThreshold, Abstain: true}
-	}
+	meta.Args, meta.InputSHA256 = []string{"redteam", "--settings", s.Name}, sum
+	prev, err := batch.ReadRunFile(batch.RunFilePath(out))
+	resume := err == nil && prev.InputSHA256 == sum
 	fmt.Fprintf(cfg.Log, "jev redteam: %s: deciding %s ...\n", s.Name, in)
-	rows, err := os.Open(in)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	o, err := batch.Create(out)
-	if err != nil {
-		return err
-	}
-	if err := o.Start(); err != nil {
-		_ = o.Close()
-		return err
-	}
-	res, err := batch.Run(ctx, d, rows, o, batch.Config{Window: cfg.Window})
-	if cerr := o.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	meta.Finished, meta.ElapsedS = true, time.Since(meta.Started).Seconds()
-	meta.Rows, meta.Decided, meta.Errors = res.Rows, res.Decided, res.Errors
-	meta.DecisionsPerS = float64(res.Decided) / meta.ElapsedS
-	return meta.Save(batch.RunFilePath(out))
+	_, err = (&batch.Job{Input: in, Output: out, Resume: resume, Window: cfg.Window, Decider: d, RunFile: meta}).Run(ctx)
+	return err
 }
 
 // prior is a setting's PriDe prior: PriorFile for the direct contract, else the one estimated
