@@ -57,6 +57,36 @@ func TestGuardedContractOnTheSmallModel(t *testing.T) {
 	assert.Equal(t, debias.PriDe, res.Debias.Method)
 }
 
+// TestSpotlightContractOnTheSmallModel: the spotlighted prompt is the seed's with the
+// datamarking sentence in the system text and the evidence marked, nothing else; its results
+// and its PriDe prior carry its own prompt_version.
+func TestSpotlightContractOnTheSmallModel(t *testing.T) {
+	ctx := context.Background()
+	rows := exampleRows(t)[:3]
+	direct := openDefault(t, gojev.Options{})
+	spot := openDefault(t, gojev.Options{Contract: gojev.Spotlight})
+	assert.Equal(t, contract.SpotlightPromptVersion, spot.Check().PromptVersion)
+	for _, row := range rows {
+		dp, err := direct.Render(ctx, row)
+		require.NoError(t, err)
+		sp, err := spot.Render(ctx, row)
+		require.NoError(t, err)
+		evidence, err := contract.EvidenceJSON(row.State)
+		require.NoError(t, err)
+		require.Contains(t, evidence, " ", "the example evidence has spaces to mark")
+		require.Contains(t, sp[0].Text, contract.Datamark(evidence))
+		unmarked := strings.Replace(strings.Replace(sp[0].Text, contract.SpotlightSentence+" ", "", 1), contract.Datamark(evidence), evidence, 1)
+		assert.Equal(t, dp[0].Text, unmarked, "only the sentence and the evidence's marks differ")
+		res, err := spot.Decide(ctx, row)
+		require.NoError(t, err)
+		assert.Equal(t, contract.SpotlightPromptVersion, res.PromptVersion)
+		assert.Equal(t, sp[0].SHA256, res.PromptSHA256)
+	}
+	prior, _, err := spot.EstimatePrior(ctx, rows)
+	require.NoError(t, err)
+	assert.Equal(t, contract.SpotlightPromptVersion, prior.PromptVersion)
+}
+
 // TestDetectorOnTheSmallModel: Options.Detect adds the detector's readout without touching the
 // decision; its prompt is the one worked out by hand (ChatML around the pinned messages), and
 // AbstainOnSuspect abstains on exactly the flagged rows.

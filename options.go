@@ -37,10 +37,16 @@ const (
 	// against instructions in the evidence in its system text (contract.GuardedSystem), and
 	// nothing else changed. Opt-in; Direct stays the seed's.
 	Guarded
+	// Spotlight is direct-options-spotlight-v1: Direct's prompt with the evidence datamarked
+	// (contract.Datamark: every space "^") and the datamarking sentence in the system text
+	// (contract.SpotlightSystem), after Hines et al., "Defending Against Indirect Prompt
+	// Injection Attacks With Spotlighting" (2024). Opt-in; Direct stays the seed's.
+	Spotlight
 )
 
-// lettered reports whether the contract answers with option letters (Direct, Guarded).
-func (c Contract) lettered() bool { return c == Direct || c == Guarded }
+// lettered reports whether the contract answers with option letters (Direct, Guarded,
+// Spotlight).
+func (c Contract) lettered() bool { return c == Direct || c == Guarded || c == Spotlight }
 
 // String returns the contract's prompt_version.
 func (c Contract) String() string {
@@ -51,6 +57,8 @@ func (c Contract) String() string {
 		return contract.BinaryPromptVersion
 	case Guarded:
 		return contract.GuardedPromptVersion
+	case Spotlight:
+		return contract.SpotlightPromptVersion
 	}
 	return fmt.Sprintf("Contract(%d)", int(c))
 }
@@ -150,7 +158,7 @@ func (o Options) inProcess() backend.InProcessOptions {
 // check validates the decision options. Errors wrap ErrOptions.
 func (o Options) check() error {
 	switch o.Contract {
-	case Direct, Binary, Guarded:
+	case Direct, Binary, Guarded, Spotlight:
 	default:
 		return fmt.Errorf("%w: unknown contract %d", ErrOptions, int(o.Contract))
 	}

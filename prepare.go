@@ -96,14 +96,17 @@ func (d *Decider) render(ctx context.Context, row Row) ([]Prompt, error) {
 	tok := backend.Tokenizer(ctx, d.rt)
 	var out []Prompt
 	switch d.opts.Contract {
-	case Direct, Guarded:
+	case Direct, Guarded, Spotlight:
 		evidence, err := contract.EvidenceJSON(row.State)
 		if err != nil {
 			return nil, err
 		}
 		messages := contract.DirectMessagesReusing
-		if d.opts.Contract == Guarded {
+		switch d.opts.Contract {
+		case Guarded:
 			messages = contract.GuardedMessages
+		case Spotlight:
+			messages = contract.SpotlightMessages
 		}
 		msgs, err := messages(evidence, row.Question, row.Options)
 		if err != nil {

@@ -17,7 +17,7 @@ import (
 // the scoring a calibration profile serves the run's records with (Options.ProfileScoring).
 func (m *RunFile) Options() gojev.Options {
 	opts := gojev.Options{Debias: m.Debias, Permute: m.Permute, AbstainBelow: m.AbstainBelow, Knockout: m.KnockoutOptions()}
-	for _, c := range []gojev.Contract{gojev.Binary, gojev.Guarded} {
+	for _, c := range []gojev.Contract{gojev.Binary, gojev.Guarded, gojev.Spotlight} {
 		if m.PromptVersion == c.String() {
 			opts.Contract = c
 		}

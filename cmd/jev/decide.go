@@ -94,7 +94,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	cli.String(fs, &out, "o,output", "", "results `file` (JSONL; default stdout); a run file <file>.run.json beside it records the model, flags, prior and timing for jev report")
 	cli.String(fs, &format, "format", "", "output `format`: text (one readable line per row) or jsonl (default: text when writing to a terminal, else jsonl)")
 	cli.Bool(fs, &quiet, "q,quiet", "no progress bar, no summary, no warnings")
-	cli.String(fs, &contractName, "contract", "direct", "prompt `contract`: direct (direct-options-v1: one prompt, the letter of an option) or binary (binary-candidates-v1: one yes/no prompt per option, ranked by p_yes)")
+	cli.String(fs, &contractName, "contract", "direct", "prompt `contract`: direct (direct-options-v1: one prompt, the letter of an option) or binary (binary-candidates-v1: one yes/no prompt per option, ranked by p_yes); guarded (direct-options-guarded-v1: the seed's guard sentence in the system text) or spotlight (direct-options-spotlight-v1: the evidence datamarked, Hines et al. 2024) for untrusted evidence")
 	bf.register(fs)
 	cf.register(fs)
 	df.register(fs)

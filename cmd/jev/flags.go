@@ -192,6 +192,8 @@ func parseContract(name string) (gojev.Contract, error) {
 		return gojev.Binary, nil
 	case "guarded":
 		return gojev.Guarded, nil
+	case "spotlight":
+		return gojev.Spotlight, nil
 	}
-	return 0, cli.Usage(fmt.Errorf("--contract %q: want direct, guarded or binary", name))
+	return 0, cli.Usage(fmt.Errorf("--contract %q: want direct, guarded, spotlight or binary", name))
 }

@@ -37,7 +37,8 @@ and the detector's flags. DIR/redteam.json holds the figures; --html a page with
 a chart and the clean runs' evaluation.
 
 A setting is tokens joined by "+": a contract (direct, the default; guarded, the seed's guard
-sentence in the direct system text, direct-options-guarded-v1; binary), bias control (pride,
+sentence in the direct system text, direct-options-guarded-v1; spotlight, the evidence
+datamarked, direct-options-spotlight-v1; binary), bias control (pride,
 permute-N, cyclic), and detect (the injection detector asks the model whether the evidence tries
 to dictate the decision; flagged rows abstain). Each decoded setting is also reported without
 its bias control and without its detector (the same decodes), and, with --calibration, with the
@@ -63,7 +64,7 @@ func runRedteam(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var cf calibrationFlags
 	cli.String(fs, &in, "i,input", "", "labelled rows `file` (JSONL)")
 	cli.String(fs, &dir, "o,output", "", "`dir`ectory for the attacked rows, the records and redteam.json")
-	cli.String(fs, &settingsSpec, "settings", "pride,pride+permute-2,guarded+pride+detect", "decoded `settings`, comma-separated (tokens joined by +: direct|guarded|binary, pride|permute-N|cyclic, detect)")
+	cli.String(fs, &settingsSpec, "settings", "pride,pride+permute-2,guarded+pride+detect", "decoded `settings`, comma-separated (tokens joined by +: direct|guarded|spotlight|binary, pride|permute-N|cyclic, detect)")
 	cli.String(fs, &familiesSpec, "families", "all", "attack `families`, comma-separated: letter, content, breakout, role, unicode")
 	cli.Int(fs, &limit, "n,rows", 0, "attack only the first `n` labelled rows (0: all)")
 	cli.Func(fs, "seed", "`seed` of the targets and variants (default 1)", func(v string) error {

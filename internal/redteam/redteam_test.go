@@ -182,6 +182,36 @@ func TestMeasureOnKnownRows(t *testing.T) {
 	assert.InDelta(t, (12+5.5)/25, f.DetectorAUC, 1e-12)
 }
 
+// TestParseSettingContracts: the contract token picks the contract; two are an error.
+func TestParseSettingContracts(t *testing.T) {
+	for _, c := range []struct {
+		spec     string
+		contract gojev.Contract
+		base     string
+	}{
+		{"pride", gojev.Direct, ""},
+		{"guarded+pride", gojev.Guarded, "guarded"},
+		{"spotlight+pride+detect", gojev.Spotlight, "spotlight"},
+		{"binary", gojev.Binary, "binary"},
+	} {
+		s, err := ParseSetting(c.spec)
+		require.NoError(t, err, c.spec)
+		assert.Equal(t, c.contract, s.Options.Contract, c.spec)
+		assert.Equal(t, c.base, s.Base, c.spec)
+	}
+	s, err := ParseSetting("spotlight+pride")
+	require.NoError(t, err)
+	rs, _ := Readings([]Setting{s}, false)
+	var names []string
+	for _, r := range rs {
+		names = append(names, r.Name)
+	}
+	assert.Equal(t, []string{"spotlight+pride", "spotlight"}, names)
+	_, err = ParseSetting("spotlight+guarded")
+	assert.ErrorIs(t, err, ErrSetting)
+	assert.ErrorContains(t, err, "two contracts")
+}
+
 // TestReadingsOfOneDecodedSetting: one decoded pride+permute-2+detect setting answers for the
 // settings its records hold, each read as documented: the plain mean of the same two shifts
 // (permute-2), the raw choice, and without the detector.

@@ -26,7 +26,7 @@ import (
 var ErrSetting = errors.New("redteam: bad setting")
 
 // Setting is one decoded setting: tokens joined by "+" (ParseSetting), the Options they decode
-// under, the contract token (Base: "", "guarded" or "binary") and the bias-control token (Bias).
+// under, the contract token (Base: "", "guarded", "spotlight" or "binary") and the bias-control token (Bias).
 type Setting struct {
 	Name    string
 	Options gojev.Options
@@ -35,19 +35,19 @@ type Setting struct {
 }
 
 // ParseSetting reads a setting such as "guarded+pride+detect": a contract (direct, the
-// default; guarded; binary), bias control (pride, permute-N, cyclic; pride with permute-N
+// default; guarded; spotlight; binary), bias control (pride, permute-N, cyclic; pride with permute-N
 // divides the prior out of each shift) and detect (the injection detector, flagged rows
 // abstain). Errors wrap ErrSetting.
 func ParseSetting(spec string) (Setting, error) {
 	s := Setting{Name: spec}
 	bad := func(why string) (Setting, error) {
-		return s, fmt.Errorf("%w %q: %s (tokens: direct, guarded, binary; pride, permute-N, cyclic; detect)", ErrSetting, spec, why)
+		return s, fmt.Errorf("%w %q: %s (tokens: direct, guarded, spotlight, binary; pride, permute-N, cyclic; detect)", ErrSetting, spec, why)
 	}
 	pride, permute := false, 0
 	for _, tok := range strings.Split(spec, "+") {
 		switch {
 		case tok == "direct" || tok == "raw":
-		case tok == "guarded" || tok == "binary":
+		case tok == "guarded" || tok == "spotlight" || tok == "binary":
 			if s.Base != "" {
 				return bad("two contracts")
 			}
@@ -71,6 +71,8 @@ func ParseSetting(spec string) (Setting, error) {
 	switch s.Base {
 	case "guarded":
 		s.Options.Contract = gojev.Guarded
+	case "spotlight":
+		s.Options.Contract = gojev.Spotlight
 	case "binary":
 		s.Options.Contract = gojev.Binary
 		if pride || permute != 0 {
