@@ -97,7 +97,8 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 func printProblems(w io.Writer, in string, parts []string, problems []batch.Problem) {
 	const show = 5
 	lines, _ := batch.CountFileLines(in)
-	fmt.Fprintf(w, "jev merge: the %s do not add up to %s (%s):\n", plural(len(parts), "part"), in, plural(lines, "line"))
+	verb := map[bool]string{true: "does", false: "do"}[len(parts) == 1]
+	fmt.Fprintf(w, "jev merge: the %s %s not add up to %s (%s):\n", plural(len(parts), "part"), verb, in, plural(lines, "line"))
 	for _, kind := range batch.ProblemKinds {
 		var ps []batch.Problem
 		for _, p := range problems {
