@@ -26,65 +26,51 @@ func sha(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// TestGuardedContractOnTheSmallModel: the guarded contract's prompt is the seed's with the
-// guard sentence in the system text and nothing else; its results carry its own
-// prompt_version, and PriDe applies to it as to the direct contract.
-func TestGuardedContractOnTheSmallModel(t *testing.T) {
+// TestGuardedAndSpotlightOnTheSmallModel: each defended contract's prompt is the seed's with
+// its sentence in the system text (and, spotlighted, the evidence's spaces marked) and nothing
+// else; its results and PriDe prior carry its own prompt_version, and PriDe applies to it as
+// to the direct contract.
+func TestGuardedAndSpotlightOnTheSmallModel(t *testing.T) {
 	ctx := context.Background()
 	rows := exampleRows(t)[:3]
 	direct := openDefault(t, gojev.Options{})
-	guarded := openDefault(t, gojev.Options{Contract: gojev.Guarded})
-	assert.Equal(t, contract.GuardedPromptVersion, guarded.Check().PromptVersion)
-	for _, row := range rows {
-		dp, err := direct.Render(ctx, row)
+	for _, c := range []struct {
+		contract gojev.Contract
+		version  string
+		undo     func(text, evidence string) string // the seed's prompt back from the variant's
+	}{
+		{gojev.Guarded, contract.GuardedPromptVersion, func(text, _ string) string {
+			return strings.Replace(text, contract.GuardSentence+" ", "", 1)
+		}},
+		{gojev.Spotlight, contract.SpotlightPromptVersion, func(text, evidence string) string {
+			return strings.Replace(strings.Replace(text, contract.SpotlightSentence+" ", "", 1), contract.Datamark(evidence), evidence, 1)
+		}},
+	} {
+		d := openDefault(t, gojev.Options{Contract: c.contract})
+		assert.Equal(t, c.version, d.Check().PromptVersion)
+		for _, row := range rows {
+			dp, err := direct.Render(ctx, row)
+			require.NoError(t, err)
+			vp, err := d.Render(ctx, row)
+			require.NoError(t, err)
+			require.NotEqual(t, dp[0].Text, vp[0].Text)
+			evidence, err := contract.EvidenceJSON(row.State)
+			require.NoError(t, err)
+			assert.Equal(t, dp[0].Text, c.undo(vp[0].Text, evidence), "%s: only its sentence (and marks) differ", c.version)
+			res, err := d.Decide(ctx, row)
+			require.NoError(t, err)
+			assert.Equal(t, c.version, res.PromptVersion)
+			assert.Equal(t, vp[0].SHA256, res.PromptSHA256)
+		}
+		prior, _, err := d.EstimatePrior(ctx, rows)
 		require.NoError(t, err)
-		gp, err := guarded.Render(ctx, row)
+		assert.Equal(t, c.version, prior.PromptVersion, "a variant's prior is its own contract's")
+		pride := openDefault(t, gojev.Options{Contract: c.contract, Debias: debias.PriDe, Prior: prior})
+		res, err := pride.Decide(ctx, rows[0])
 		require.NoError(t, err)
-		require.NotEqual(t, dp[0].Text, gp[0].Text)
-		assert.Equal(t, dp[0].Text, strings.Replace(gp[0].Text, contract.GuardSentence+" ", "", 1), "only the guard sentence differs")
-		res, err := guarded.Decide(ctx, row)
-		require.NoError(t, err)
-		assert.Equal(t, contract.GuardedPromptVersion, res.PromptVersion)
-		assert.Equal(t, gp[0].SHA256, res.PromptSHA256)
+		require.NotNil(t, res.Debias)
+		assert.Equal(t, debias.PriDe, res.Debias.Method)
 	}
-	prior, _, err := guarded.EstimatePrior(ctx, rows)
-	require.NoError(t, err)
-	assert.Equal(t, contract.GuardedPromptVersion, prior.PromptVersion, "a guarded prior is the guarded contract's")
-	pride := openDefault(t, gojev.Options{Contract: gojev.Guarded, Debias: debias.PriDe, Prior: prior})
-	res, err := pride.Decide(ctx, rows[0])
-	require.NoError(t, err)
-	require.NotNil(t, res.Debias)
-	assert.Equal(t, debias.PriDe, res.Debias.Method)
-}
-
-// TestSpotlightContractOnTheSmallModel: the spotlighted prompt is the seed's with the
-// datamarking sentence in the system text and the evidence marked, nothing else; its results
-// and its PriDe prior carry its own prompt_version.
-func TestSpotlightContractOnTheSmallModel(t *testing.T) {
-	ctx := context.Background()
-	rows := exampleRows(t)[:3]
-	direct := openDefault(t, gojev.Options{})
-	spot := openDefault(t, gojev.Options{Contract: gojev.Spotlight})
-	assert.Equal(t, contract.SpotlightPromptVersion, spot.Check().PromptVersion)
-	for _, row := range rows {
-		dp, err := direct.Render(ctx, row)
-		require.NoError(t, err)
-		sp, err := spot.Render(ctx, row)
-		require.NoError(t, err)
-		evidence, err := contract.EvidenceJSON(row.State)
-		require.NoError(t, err)
-		require.Contains(t, evidence, " ", "the example evidence has spaces to mark")
-		require.Contains(t, sp[0].Text, contract.Datamark(evidence))
-		unmarked := strings.Replace(strings.Replace(sp[0].Text, contract.SpotlightSentence+" ", "", 1), contract.Datamark(evidence), evidence, 1)
-		assert.Equal(t, dp[0].Text, unmarked, "only the sentence and the evidence's marks differ")
-		res, err := spot.Decide(ctx, row)
-		require.NoError(t, err)
-		assert.Equal(t, contract.SpotlightPromptVersion, res.PromptVersion)
-		assert.Equal(t, sp[0].SHA256, res.PromptSHA256)
-	}
-	prior, _, err := spot.EstimatePrior(ctx, rows)
-	require.NoError(t, err)
-	assert.Equal(t, contract.SpotlightPromptVersion, prior.PromptVersion)
 }
 
 // TestDetectorOnTheSmallModel: Options.Detect adds the detector's readout without touching the
