@@ -9,6 +9,10 @@
 #   make test       the whole test suite: the small test model for most tests, the default model
 #                   for decision quality, parity with llama-server (built by make server)
 #   make soak       10,000 decisions in one process: RSS growth after warm-up (a CI step)
+#   make knockout   the 77-option table: KO_ROWS (300) Banking77 rows with every intent an option,
+#                   decided by the knockout, cut to 16 and to 8 options, and the first KO_SUB (100)
+#                   with PriDe and with the length grouping, into KO_OUT (out/ko), each run
+#                   resumable (rerun to continue); about 4.5 hours on 2 cores
 #   make fuzz       every Go fuzz target for FUZZTIME each (default 2m; .ci/run: 15s)
 #   make transfer   whether a calibration profile and a PriDe prior fitted on Banking77 transfer
 #                   to other tasks (16 options, SNIPS, Social IQa from PyPI bigbench): ~3 hours
@@ -37,7 +41,7 @@ ROWS ?= examples/tickets.jsonl
 THREADS ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu)
 JEV := bin/jev
 
-.PHONY: all native server model model-small plugin build demo eval parity bench test soak fuzz transfer vet clean help
+.PHONY: all native server model model-small plugin build demo eval parity bench test soak fuzz transfer knockout vet clean help
 
 all: build
 
@@ -91,6 +95,25 @@ soak: native model-small
 
 transfer: build model
 	JEV_MODEL="$$(./scripts/fetch-model.sh)" ./scripts/transfer.sh
+
+KO_ROWS ?= 300
+KO_SUB ?= 100
+KO_OUT ?= out/ko
+B77 := ../shared/data/banking77
+knockout: build model
+	@mkdir -p $(KO_OUT)
+	python3 scripts/banking77-rows.py $(B77)/test.csv $(B77)/categories.json --rows $(KO_ROWS) > $(KO_OUT)/b77-77.jsonl
+	python3 scripts/cut-options.py 16 < $(KO_OUT)/b77-77.jsonl > $(KO_OUT)/b77-16.jsonl
+	python3 scripts/cut-options.py 8 < $(KO_OUT)/b77-77.jsonl > $(KO_OUT)/b77-8.jsonl
+	head -n $(KO_SUB) $(KO_OUT)/b77-77.jsonl > $(KO_OUT)/b77-77-sub.jsonl
+	set -e; m="$$(./scripts/fetch-model.sh)"; d() { $(JEV) decide -m "$$m" -t $(THREADS) -q --resume "$$@"; }; \
+	d -i $(KO_OUT)/b77-8.jsonl -o $(KO_OUT)/cut8.jsonl; \
+	d -i $(KO_OUT)/b77-16.jsonl -o $(KO_OUT)/cut16.jsonl; \
+	d -i $(KO_OUT)/b77-77.jsonl -o $(KO_OUT)/knockout.jsonl; \
+	d --debias pride --prior $(KO_OUT)/prior.json -i $(KO_OUT)/b77-77-sub.jsonl -o $(KO_OUT)/knockout-pride-sub.jsonl; \
+	d --knockout-grouping length -i $(KO_OUT)/b77-77-sub.jsonl -o $(KO_OUT)/knockout-length-sub.jsonl
+	$(JEV) report $(KO_OUT)/knockout.jsonl=knockout $(KO_OUT)/cut16.jsonl=cut16 $(KO_OUT)/cut8.jsonl=cut8 --json $(KO_OUT)/report.json
+	$(JEV) report $(KO_OUT)/knockout.jsonl=knockout $(KO_OUT)/knockout-pride-sub.jsonl=knockout-pride $(KO_OUT)/knockout-length-sub.jsonl=knockout-length
 
 FUZZTIME ?= 2m
 fuzz: native model-small
