@@ -259,7 +259,13 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 	if cerr := out.close(); err == nil {
 		err = cerr
 	}
-	if j.Output != "" {
+	if j.Output != "" && err == nil && prev != nil && prev.Finished && sum.Decided == 0 && sum.Errors == 0 {
+		// A finished file resumed with nothing left: it is the run it was, and its run file
+		// keeps that run's times and counts (not this no-op's, which would read as 0 rows/s).
+		if merr := prev.Save(RunFilePath(j.Output)); merr != nil {
+			err = fmt.Errorf("writing the run file: %w", merr)
+		}
+	} else if j.Output != "" {
 		meta.Finished = err == nil
 		meta.ElapsedS = time.Since(meta.Started).Seconds()
 		meta.Rows, meta.Decided, meta.Errors, meta.Skipped = sum.Rows, sum.Decided, sum.Errors, sum.Skipped

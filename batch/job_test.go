@@ -176,6 +176,14 @@ func TestJobRunsAndResumes(t *testing.T) {
 	meta, err = batch.ReadRunFile(batch.RunFilePath(out))
 	require.NoError(t, err)
 	assert.Equal(t, [2]int{4, 2}, [2]int{meta.Decided, meta.Skipped}, "the run file counts what this run did")
+
+	// Resuming the finished file again decides nothing and leaves its run file as it was.
+	sum, err = job.Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, [2]int{6, 0}, [2]int{sum.Skipped, sum.Decided})
+	again, err := batch.ReadRunFile(batch.RunFilePath(out))
+	require.NoError(t, err)
+	assert.Equal(t, meta, again, "a no-op resume keeps the run file of the run that decided")
 }
 
 // PriDe's prior through a Job: estimated on the sample and saved to PriorFile (the sample rows
