@@ -107,6 +107,18 @@ func (rep *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "%-28s %7.4f %11.1f%% %11.1f%% %12.1f%% %22s\n", truncate(r.Name, 28), r.Selective.AURC,
 			100*r.Selective.AccuracyAt80, 100*r.Selective.CoverageAt5, 100*r.Selective.CoverageAt10, abst)
 	}
+	// What a row costs (a raw variant shares its run's decodes, so it is left out).
+	fmt.Fprintf(&b, "%-28s %8s %14s %15s %8s\n", "run (cost a row)", "prompts", "prompt tokens", "decoded tokens", "s/row")
+	for _, r := range rep.Runs {
+		if r.Variant != "" {
+			continue
+		}
+		spr := "n/a"
+		if r.DecisionsPerS != nil && *r.DecisionsPerS > 0 {
+			spr = fmt.Sprintf("%.2f", 1 / *r.DecisionsPerS)
+		}
+		fmt.Fprintf(&b, "%-28s %8.2f %14.0f %15.0f %8s\n", truncate(r.Name, 28), r.PromptsPerRow, r.PromptTokensPerRow, r.DecodedTokensPerRow, spr)
+	}
 	for _, r := range rep.Runs {
 		if r.Paired != nil && r.Paired.Rows > 0 {
 			fmt.Fprintf(&b, "%s vs %s: %d rows, %d right only here, %d right only there (McNemar exact p = %.3g)\n",

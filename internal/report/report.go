@@ -39,6 +39,34 @@ type Decision struct {
 	Sample  calibrate.Sample
 	// Abstained: the record says the row fell below its abstention threshold.
 	Abstained bool
+	// Prompts is how many prompts the row was decided with (Prompts), PromptTokens their
+	// tokens decoded alone and DecodedTokens what the runtime decoded with prefix reuse (the
+	// record's stats).
+	Prompts       int
+	PromptTokens  int
+	DecodedTokens float64
+}
+
+// Prompts counts the prompts a record's row was decided with: a knockout's passes and their
+// shifts, a binary row's candidates, a direct row's shifts (one without bias control), and
+// the injection detector's prompt.
+func Prompts(r *batch.Record) int {
+	n := 1
+	switch {
+	case r.Knockout != nil:
+		n = 0
+		for _, p := range r.Knockout.Passes {
+			n += 1 + len(p.Permutations)
+		}
+	case r.Candidates != nil:
+		n = len(r.Candidates)
+	case r.Debias != nil:
+		n = 1 + len(r.Debias.Permutations)
+	}
+	if r.Suspect != nil {
+		n++
+	}
+	return n
 }
 
 // Run is one column of a report: the decisions of one results file, raw or debiased.
@@ -136,7 +164,8 @@ func Load(path, name string) ([]*Run, error) {
 // decision reads one record's decision with chosen as its choice: the record's own (raw
 // false: debiased and calibrated, as the record says), or its raw one (raw true).
 func decision(r *batch.Record, key, chosen string, raw bool) Decision {
-	d := Decision{Key: key, Chosen: chosen, Label: r.Label, MS: r.MS, Sample: calibrate.Sample{Label: -1}}
+	d := Decision{Key: key, Chosen: chosen, Label: r.Label, MS: r.MS, Sample: calibrate.Sample{Label: -1},
+		Prompts: Prompts(r), PromptTokens: r.Stats.PromptTokens, DecodedTokens: r.Stats.DecodedTokens}
 	binary := r.Candidates != nil
 	d.Sample.Binary = binary
 	method, shifts, sample := debias.None, 0, false
@@ -293,11 +322,16 @@ type Metrics struct {
 	Letters     map[string]int `json:"chosen_letters"`
 	GoldLetters map[string]int `json:"gold_letters"`
 	// TopLetter is the most chosen letter and TopLetterShare its share of the choices.
-	TopLetter      string   `json:"top_letter"`
-	TopLetterShare float64  `json:"top_letter_share"`
-	LatencyP50MS   float64  `json:"latency_p50_ms"`
-	LatencyP95MS   float64  `json:"latency_p95_ms"`
-	DecisionsPerS  *float64 `json:"decisions_per_s"`
+	TopLetter      string  `json:"top_letter"`
+	TopLetterShare float64 `json:"top_letter_share"`
+	// PromptsPerRow, PromptTokensPerRow and DecodedTokensPerRow are the means over the decided
+	// rows of Decision's Prompts, PromptTokens and DecodedTokens: what a row costs.
+	PromptsPerRow       float64  `json:"prompts_per_row"`
+	PromptTokensPerRow  float64  `json:"prompt_tokens_per_row"`
+	DecodedTokensPerRow float64  `json:"decoded_tokens_per_row"`
+	LatencyP50MS        float64  `json:"latency_p50_ms"`
+	LatencyP95MS        float64  `json:"latency_p95_ms"`
+	DecisionsPerS       *float64 `json:"decisions_per_s"`
 }
 
 // Compute returns a run's metrics.
@@ -307,6 +341,9 @@ func Compute(r *Run) Metrics {
 	labels := map[string]bool{}
 	for _, d := range r.Decisions {
 		lat = append(lat, d.MS)
+		m.PromptsPerRow += float64(d.Prompts) / float64(len(r.Decisions))
+		m.PromptTokensPerRow += float64(d.PromptTokens) / float64(len(r.Decisions))
+		m.DecodedTokensPerRow += d.DecodedTokens / float64(len(r.Decisions))
 		if d.Letter != "" {
 			m.Letters[d.Letter]++
 		}

@@ -126,6 +126,44 @@ func TestMetricsOnAKnownFile(t *testing.T) {
 	assert.InDelta(t, 1.0, p.PValue, 1e-12)
 }
 
+// TestCostFigures: the prompts a row took are counted from its record (shifts, candidates,
+// knockout passes and their shifts, the detector), and a run's means and cost line follow.
+func TestCostFigures(t *testing.T) {
+	lines := []string{
+		// cyclic over 3 options (2 shifts beside the row's order) and the detector: 4 prompts
+		`{"id":"d","line":1,"prompt_version":"direct-options-v1","chosen":"a","probability":0.5,"options":[{"id":"a","letter":"A","logprob":-0.7,"probability":0.5},{"id":"b","letter":"B","logprob":-0.7,"probability":0.5}],` +
+			`"debias":{"method":"cyclic","raw_chosen":"a","permutations":[{"shift":1,"logprobs":[-0.7,-0.7]},{"shift":2,"logprobs":[-0.7,-0.7]}]},"suspect":{"p_yes":0.1},"stats":{"prompt_tokens":400,"decoded_tokens":250}}`,
+		// binary over 3 candidates: 3 prompts
+		`{"id":"b","line":2,"prompt_version":"binary-candidates-v1","chosen":"x","probability":0.9,"candidates":[{"id":"x","p_yes":0.9},{"id":"y","p_yes":0.1},{"id":"z","p_yes":0.2}],"stats":{"prompt_tokens":300,"decoded_tokens":150}}`,
+		// a knockout of two group passes (one under a second shift) and the final pass: 4 prompts
+		`{"id":"k","line":3,"prompt_version":"direct-options-v1","chosen":"a","probability":0.6,"knockout":{"grouping":"shuffle","scoring":"raw","passes":[` +
+			`{"options":["a","b"],"logprobs":[-0.5,-1],"chosen":"a"},{"options":["c","d"],"logprobs":[-0.5,-1],"chosen":"c","permutations":[{"shift":1,"logprobs":[-0.5,-1]}]},{"final":true,"options":["a","c"],"logprobs":[-0.5,-1],"chosen":"a"}],` +
+			`"distribution":[{"id":"a","probability":0.6},{"id":"b","probability":0.1},{"id":"c","probability":0.2},{"id":"d","probability":0.1}]},"stats":{"prompt_tokens":800,"decoded_tokens":500}}`,
+	}
+	load := func(line string) []*report.Run {
+		path := filepath.Join(t.TempDir(), "cost.jsonl")
+		require.NoError(t, os.WriteFile(path, []byte(line+"\n"), 0o644))
+		require.NoError(t, os.WriteFile(path+".run.json", []byte(`{"prompt_version":"direct-options-v1","elapsed_s":2,"decided":1}`), 0o644))
+		runs, err := report.Load(path, "")
+		require.NoError(t, err)
+		return runs
+	}
+	var prompts []int
+	for _, l := range lines {
+		prompts = append(prompts, load(l)[0].Decisions[0].Prompts)
+	}
+	assert.Equal(t, []int{4, 3, 4}, prompts)
+	runs := load(lines[0])
+	m := report.Compute(runs[0])
+	assert.InDelta(t, 4, m.PromptsPerRow, 1e-12)
+	assert.InDelta(t, 400, m.PromptTokensPerRow, 1e-9)
+	assert.InDelta(t, 250, m.DecodedTokensPerRow, 1e-9)
+	var text bytes.Buffer
+	require.NoError(t, report.Build(runs).WriteText(&text))
+	assert.Regexp(t, `\ncost +4\.00 +400 +250 +2\.00\n`, text.String(), "prompts, tokens and 2 s for 1 row")
+	assert.NotRegexp(t, `\ncost \(raw\) +4`, text.String(), "the raw variant shares the run's decodes")
+}
+
 func TestPercentileAndWilsonEdges(t *testing.T) {
 	assert.Equal(t, 0.0, report.Percentile(nil, 50))
 	assert.InDelta(t, 2.5, report.Percentile([]float64{4, 1, 3, 2}, 50), 1e-12)
