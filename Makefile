@@ -16,8 +16,8 @@
 #                   out; about 4 hours on 2 cores
 #   make knockout   the 77-option table: KO_ROWS (300) Banking77 rows with every intent an option,
 #                   decided by the knockout, cut to 16 and to 8 options, and the first KO_SUB (100)
-#                   with PriDe and with the length grouping, into KO_OUT (out/ko), each run
-#                   resumable (rerun to continue); about 4.5 hours on 2 cores
+#                   with PriDe, with the length grouping and by the binary contract, into KO_OUT
+#                   (out/ko), each run resumable (rerun to continue); about 5.5 hours on 2 cores
 #   make fuzz       every Go fuzz target for FUZZTIME each (default 2m; .ci/run: 15s)
 #   make transfer   whether a calibration profile and a PriDe prior fitted on Banking77 transfer
 #                   to other tasks (16 options, SNIPS, Social IQa from PyPI bigbench): ~3 hours
@@ -132,9 +132,10 @@ knockout: build model
 	d -i $(KO_OUT)/b77-16.jsonl -o $(KO_OUT)/cut16.jsonl; \
 	d -i $(KO_OUT)/b77-77.jsonl -o $(KO_OUT)/knockout.jsonl; \
 	d --debias pride --prior $(KO_OUT)/prior.json -i $(KO_OUT)/b77-77-sub.jsonl -o $(KO_OUT)/knockout-pride-sub.jsonl; \
-	d --knockout-grouping length -i $(KO_OUT)/b77-77-sub.jsonl -o $(KO_OUT)/knockout-length-sub.jsonl
+	d --knockout-grouping length -i $(KO_OUT)/b77-77-sub.jsonl -o $(KO_OUT)/knockout-length-sub.jsonl; \
+	d --contract binary -i $(KO_OUT)/b77-77-sub.jsonl -o $(KO_OUT)/binary-sub.jsonl
 	$(JEV) report $(KO_OUT)/knockout.jsonl=knockout $(KO_OUT)/cut16.jsonl=cut16 $(KO_OUT)/cut8.jsonl=cut8 --json $(KO_OUT)/report.json
-	$(JEV) report $(KO_OUT)/knockout.jsonl=knockout $(KO_OUT)/knockout-pride-sub.jsonl=knockout-pride $(KO_OUT)/knockout-length-sub.jsonl=knockout-length
+	$(JEV) report $(KO_OUT)/knockout.jsonl=knockout $(KO_OUT)/knockout-pride-sub.jsonl=knockout-pride $(KO_OUT)/knockout-length-sub.jsonl=knockout-length $(KO_OUT)/binary-sub.jsonl=binary
 
 FUZZTIME ?= 2m
 fuzz: native model-small
