@@ -58,6 +58,7 @@ func (d *Decider) Prior() *debias.Prior { return d.prior.Load() }
 
 // request is one row in flight: its jobs and how their results combine.
 type request struct {
+	seq    uint64 // the order it was asked in (Decider.next): the scheduler serves lower first
 	row    contract.Row
 	start  time.Time
 	method debias.Method
@@ -84,16 +85,18 @@ func (d *Decider) begin(ctx context.Context, row contract.Row, method debias.Met
 	if err := validate(row); err != nil {
 		return nil, err
 	}
+	seq := d.next.Add(1)
 	if len(row.Options) > contract.MaxOptions && d.opts.Contract.lettered() {
-		return d.beginKnockout(ctx, row, method, permute)
+		return d.beginKnockout(ctx, seq, row, method, permute)
 	}
-	return d.beginRow(ctx, row, method, permute, d.opts.Detect)
+	return d.beginRow(ctx, seq, row, method, permute, d.opts.Detect)
 }
 
 // beginRow is begin for a valid row of at most contract.MaxOptions options under a lettered
-// contract (any count under Binary), with or without the detector's prompt.
-func (d *Decider) beginRow(ctx context.Context, row contract.Row, method debias.Method, permute int, detect bool) (*request, error) {
-	r := &request{row: row, start: time.Now(), method: method}
+// contract (any count under Binary), with or without the detector's prompt; seq is the
+// request's place in the scheduler's order (a knockout's passes share their row's).
+func (d *Decider) beginRow(ctx context.Context, seq uint64, row contract.Row, method debias.Method, permute int, detect bool) (*request, error) {
+	r := &request{seq: seq, row: row, start: time.Now(), method: method}
 	if method == debias.PriDe {
 		if _, ok := d.prior.Load().For(len(row.Options)); !ok && len(row.Options) > 1 {
 			return nil, fmt.Errorf("%w: %d options (estimate one first: EstimatePrior, or a prior file)", debias.ErrNoPrior, len(row.Options))
@@ -142,12 +145,12 @@ func (d *Decider) beginRow(ctx context.Context, row contract.Row, method debias.
 		r.detect = j
 	}
 	for _, j := range append(r.jobs, r.cf...) {
-		if err := d.enqueue(ctx, j); err != nil {
+		if err := d.enqueue(ctx, seq, j); err != nil {
 			return nil, err
 		}
 	}
 	if r.detect != nil {
-		if err := d.enqueue(ctx, r.detect); err != nil {
+		if err := d.enqueue(ctx, seq, r.detect); err != nil {
 			return nil, err
 		}
 	}
@@ -411,7 +414,7 @@ func (d *Decider) EstimatePrior(ctx context.Context, rows []contract.Row) (*debi
 			continue
 		}
 		for _, er := range est {
-			r, err := d.beginRow(ctx, er, debias.Cyclic, 0, d.opts.Detect && len(est) == 1)
+			r, err := d.beginRow(ctx, d.next.Add(1), er, debias.Cyclic, 0, d.opts.Detect && len(est) == 1)
 			if err != nil {
 				out[i].Err = err
 				break

@@ -41,7 +41,9 @@ type Decider struct {
 	// runtime's scheduler waits for them instead of decoding a thin pack.
 	preparing atomic.Int64
 	prepared  chan struct{}
-	packSeqs  int // the runtime's Packer.PackSeqs under DecodePacked, else 1
+	packSeqs  int
+	// next numbers requests in the order they are begun (request.seq, job.seq).
+	next atomic.Uint64 // the runtime's Packer.PackSeqs under DecodePacked, else 1
 
 	stats struct {
 		rows, prompts, promptTokens, decodedTokens, decodes, rounds atomic.Int64

@@ -97,14 +97,14 @@ func (d *Decider) plan(row contract.Row) (knockout.Plan, error) {
 
 // beginKnockout plans a row of more than contract.MaxOptions options and enqueues its group
 // passes (and the detector's prompt); endKnockout runs the final pass.
-func (d *Decider) beginKnockout(ctx context.Context, row contract.Row, method debias.Method, permute int) (*request, error) {
+func (d *Decider) beginKnockout(ctx context.Context, seq uint64, row contract.Row, method debias.Method, permute int) (*request, error) {
 	p, err := d.plan(row)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", contract.ErrRow, err)
 	}
-	r := &request{row: row, start: time.Now(), method: method, ko: &knockoutRequest{plan: p, permute: permute}}
+	r := &request{seq: seq, row: row, start: time.Now(), method: method, ko: &knockoutRequest{plan: p, permute: permute}}
 	for g, idx := range p.Groups {
-		sub, err := d.beginRow(ctx, subRow(row, idx), method, permute, false)
+		sub, err := d.beginRow(ctx, seq, subRow(row, idx), method, permute, false)
 		if err != nil {
 			return nil, fmt.Errorf("knockout group %d of %d: %w", g+1, len(p.Groups), err)
 		}
@@ -116,7 +116,7 @@ func (d *Decider) beginKnockout(ctx context.Context, row contract.Row, method de
 			return nil, err
 		}
 		r.detect = j
-		if err := d.enqueue(ctx, j); err != nil {
+		if err := d.enqueue(ctx, seq, j); err != nil {
 			return nil, err
 		}
 	}
@@ -173,7 +173,7 @@ func (d *Decider) endKnockout(ctx context.Context, r *request) (*Result, error) 
 	}
 	slices.Sort(final)
 	finalRow := subRow(r.row, final)
-	fr, err := d.beginRow(ctx, finalRow, r.method, ko.permute, false)
+	fr, err := d.beginRow(ctx, r.seq, finalRow, r.method, ko.permute, false)
 	if err != nil {
 		return nil, fmt.Errorf("knockout final pass: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -251,4 +252,61 @@ func TestKnockoutWithPriDeAndBinaryOnTheSmallModel(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, bres.Knockout, "the binary contract needs no knockout")
 	assert.Len(t, bres.Candidates, 33)
+}
+
+// recording is scripted that takes a while per decode and logs, for each, which row (its
+// evidence) and how many options the prompt lists.
+type recording struct {
+	*scripted
+	mu  sync.Mutex
+	log []string
+}
+
+func (r *recording) NextToken(ctx context.Context, prompt, ids []int32) (backend.Readout, error) {
+	time.Sleep(20 * time.Millisecond)
+	text, _ := r.Detokenize(ctx, prompt)
+	row := text[strings.Index(text, "row-") : strings.Index(text, "row-")+5]
+	r.mu.Lock()
+	r.log = append(r.log, fmt.Sprintf("%s/%d", row, strings.Count(text, `"letter"`)))
+	r.mu.Unlock()
+	return r.scripted.NextToken(ctx, prompt, ids)
+}
+
+// TestKnockoutRowsFinishInOrder: rows decided together finish in the order they were asked.
+// A knockout row's final pass is asked only once its group passes are decoded; the scheduler
+// serves it before newer rows' passes, so row i's final pass is decoded before row i+2 starts.
+// (Before, every row's group passes went first and all the final passes came at the end: a
+// batch run killed then lost every row of its window.)
+func TestKnockoutRowsFinishInOrder(t *testing.T) {
+	rt := &recording{scripted: &scripted{scores: map[string]float64{}}}
+	d, err := gojev.New(context.Background(), rt, gojev.Options{})
+	require.NoError(t, err)
+	defer d.Close()
+	rt.mu.Lock()
+	rt.log = nil // the start-up checks' prompts
+	rt.mu.Unlock()
+	var rows []contract.Row
+	for i := range 5 {
+		rows = append(rows, contract.Row{ID: strconv.Itoa(i), State: fmt.Sprintf("row-%d", i), Question: "q", Options: manyOptions(40)})
+	}
+	outs, err := d.DecideAll(context.Background(), rows)
+	require.NoError(t, err)
+	for _, o := range outs {
+		require.NoError(t, o.Err)
+		require.Len(t, o.Result.Knockout.Passes, 4, "3 groups of 13-14 and a final pass of 15")
+	}
+	first, final := map[string]int{}, map[string]int{}
+	for i, e := range rt.log {
+		row, n, _ := strings.Cut(e, "/")
+		if _, ok := first[row]; !ok {
+			first[row] = i
+		}
+		if n == "15" {
+			final[row] = i
+		}
+	}
+	require.Len(t, final, 5, "decodes: %v", rt.log)
+	for i := range 3 {
+		assert.Less(t, final[fmt.Sprintf("row-%d", i)], first[fmt.Sprintf("row-%d", i+2)], "row %d's final pass before row %d starts: %v", i, i+2, rt.log)
+	}
 }

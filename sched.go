@@ -1,8 +1,10 @@
 package gojev
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -17,6 +19,7 @@ const maxRound = 512
 // job is one row's prompts in flight under one ordering of its options. The scheduler writes
 // its results; the requester reads them after done is closed.
 type job struct {
+	seq      uint64 // its request's (Decider.next): the scheduler serves lower first
 	ctx      context.Context
 	row      contract.Row
 	prompts  []*prompt
@@ -42,6 +45,8 @@ type prompt struct {
 type scheduler struct {
 	d       *Decider
 	pending []*prompt
+	// oldest is the lowest seq among the jobs submitted since the round in progress began.
+	oldest uint64
 }
 
 // loop is the scheduler goroutine: it gathers queued jobs, decides them round by round, and
@@ -89,6 +94,9 @@ func (d *Decider) loop() {
 			}
 			continue
 		}
+		// The oldest requests' prompts first: a knockout's final pass or a row submitted
+		// late is not left behind newer rows.
+		slices.SortStableFunc(s.pending, func(a, b *prompt) int { return cmp.Compare(a.job.seq, b.job.seq) })
 		n := min(len(s.pending), maxRound)
 		round := s.pending[:n:n]
 		s.pending = s.pending[n:]
@@ -96,7 +104,24 @@ func (d *Decider) loop() {
 	}
 }
 
-func (s *scheduler) add(j *job) { s.pending = append(s.pending, j.prompts...) }
+func (s *scheduler) add(j *job) {
+	s.pending = append(s.pending, j.prompts...)
+	s.oldest = min(s.oldest, j.seq)
+}
+
+// outranked takes the jobs submitted meanwhile and reports whether one of them (since the
+// round began) belongs to a request older than seq: a knockout row's final pass, asked once its
+// group passes are decoded. The round then stops, so that the next one serves it first.
+func (s *scheduler) outranked(seq uint64) bool {
+	for {
+		select {
+		case j := <-s.d.submit:
+			s.add(j)
+		default:
+			return s.oldest < seq
+		}
+	}
+}
 
 func (s *scheduler) finish(j *job, res *Result, err error) {
 	if j.finished {
@@ -124,38 +149,99 @@ func (s *scheduler) failAll(err error) {
 	}
 }
 
-// run decides one round. Its prompts go to the runtime in lexicographic order of their
-// tokens, one at a time: in that order each prompt shares the longest possible prefix with the
-// one before it, and the in-process runtime, which keeps the previous prompt in its KV cache
-// and decodes only what follows the common prefix, decodes every node of the round's token
-// trie (the shared system prompt and template head, a row's evidence shared by its binary
-// candidates, several questions about one state) exactly once. A server with a prompt cache
-// gains the same way.
+// run decides one round, in order's order: depth first through the trie of the prompts' tokens,
+// so each prompt shares the longest possible prefix with the one before it, and the in-process
+// runtime, which keeps the previous prompt in its KV cache and decodes only what follows the
+// common prefix, decodes every node of the round's token trie (the shared system prompt and
+// template head, a row's evidence shared by its binary candidates or its knockout passes,
+// several questions about one state) exactly once. A server with a prompt cache gains the
+// same way. A packed runtime (backend.Packer) takes consecutive prompts PackSeqs at a time.
+// When a job older than the next prompt's arrives (outranked), the rest of the round goes
+// back to the pending prompts, and the next round starts with the older job.
 func (s *scheduler) run(round []*prompt) {
 	d := s.d
 	d.stats.rounds.Add(1)
-	slices.SortStableFunc(round, func(a, b *prompt) int { return slices.Compare(a.Tokens, b.Tokens) })
+	s.oldest = math.MaxUint64
+	order(round)
 	pk, packed := d.rt.(backend.Packer)
-	if !packed || pk.PackSeqs() < 2 {
-		for _, p := range round {
-			if s.live(p) {
-				s.decodeOne(p)
+	step := 1
+	if packed && pk.PackSeqs() > 1 {
+		step = pk.PackSeqs()
+	}
+	for i := 0; i < len(round); {
+		if i > 0 && s.outranked(round[i].job.seq) {
+			s.pending = append(round[i:len(round):len(round)], s.pending...)
+			return
+		}
+		var group []*prompt
+		for ; i < len(round) && len(group) < step; i++ {
+			if s.live(round[i]) {
+				group = append(group, round[i])
 			}
 		}
+		switch {
+		case len(group) == 0:
+		case step == 1:
+			s.decodeOne(group[0])
+		default:
+			s.decodePacked(pk, group)
+		}
+	}
+}
+
+// order sorts a round's prompts into the order they are decoded: depth first through the trie
+// of their tokens (each subtree's prompts together, so every trie node is decoded once, as in
+// lexicographic order), and at each branch the subtree that holds the oldest request (lowest
+// seq) first, so that rows finish in the order they were asked instead of all at the end of
+// the round. A prompt that is a prefix of others comes before them.
+func order(round []*prompt) {
+	slices.SortStableFunc(round, func(a, b *prompt) int { return slices.Compare(a.Tokens, b.Tokens) })
+	orderFrom(round, 0)
+}
+
+// orderFrom orders ps, sorted by tokens and sharing their first depth tokens, in place.
+func orderFrom(ps []*prompt, depth int) {
+	if len(ps) < 2 {
 		return
 	}
-	// Packed: consecutive prompts (which share the longest prefixes) go to the runtime
-	// PackSeqs at a time.
-	var group []*prompt
-	for i, p := range round {
-		if s.live(p) {
-			group = append(group, p)
-		}
-		if len(group) == pk.PackSeqs() || (i == len(round)-1 && len(group) > 0) {
-			s.decodePacked(pk, group)
-			group = group[:0]
-		}
+	first, last := ps[0].Tokens, ps[len(ps)-1].Tokens
+	for depth < min(len(first), len(last)) && first[depth] == last[depth] {
+		depth++ // sorted: what the first and last share, every prompt between shares
 	}
+	type branch struct {
+		ps  []*prompt
+		seq uint64 // the oldest request in it
+	}
+	var ends branch // the prompts that end at depth (identical), sorted first
+	var bs []branch
+	for i := 0; i < len(ps); {
+		k := i + 1
+		if len(ps[i].Tokens) == depth {
+			for k < len(ps) && len(ps[k].Tokens) == depth {
+				k++
+			}
+			ends.ps = ps[i:k]
+			slices.SortStableFunc(ends.ps, func(a, b *prompt) int { return cmp.Compare(a.job.seq, b.job.seq) })
+			i = k
+			continue
+		}
+		for k < len(ps) && ps[k].Tokens[depth] == ps[i].Tokens[depth] {
+			k++
+		}
+		b := branch{ps: ps[i:k], seq: math.MaxUint64}
+		for _, p := range b.ps {
+			b.seq = min(b.seq, p.job.seq)
+		}
+		orderFrom(b.ps, depth+1)
+		bs = append(bs, b)
+		i = k
+	}
+	slices.SortStableFunc(bs, func(a, b branch) int { return cmp.Compare(a.seq, b.seq) })
+	out := append(make([]*prompt, 0, len(ps)), ends.ps...)
+	for _, b := range bs {
+		out = append(out, b.ps...)
+	}
+	copy(ps, out)
 }
 
 // live reports whether p's job still wants its decode, finishing a cancelled job, and stamps
@@ -246,7 +332,9 @@ func (s *scheduler) complete(p *prompt, r backend.Readout) {
 	}
 }
 
-func (d *Decider) enqueue(ctx context.Context, j *job) error {
+// enqueue hands a job of the request numbered seq to the scheduler.
+func (d *Decider) enqueue(ctx context.Context, seq uint64, j *job) error {
+	j.seq = seq
 	select {
 	case d.submit <- j:
 		return nil
