@@ -6,8 +6,9 @@
 //
 // A Decider is safe for concurrent use by any number of goroutines, and a program needs only
 // one per model. Decide blocks until its row is decided; meanwhile one scheduler goroutine
-// owns the runtime: it takes every prompt waiting (a round), decodes them in the order of
-// their tokens, and hands each request its result. Concurrent requests are thereby batched:
+// owns the runtime: it takes every prompt waiting (a round), decodes them in a depth-first
+// walk of their tokens' trie that serves the oldest request first, and hands each request its
+// result, so requests finish in the order they were made. Concurrent requests are thereby batched:
 // the tokens their prompts share (the system prompt, the template's head, one row's evidence
 // for its binary candidates) are decoded once per round, not once per request. Results never
 // depend on what else is decided at the same time: each prompt's logits are bit-identical to
