@@ -228,6 +228,13 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 			return Summary{}, nil
 		}
 	}
+	if prev != nil && out.resume != nil {
+		// The runs before this one, so that a kill now keeps their totals; at most the
+		// records the file kept count as decided.
+		meta.Invocations = max(prev.Invocations, 1)
+		meta.DecidedAll = min(cmp.Or(prev.DecidedAll, prev.Decided), out.resume.Records)
+		meta.ElapsedAllS = cmp.Or(prev.ElapsedAllS, prev.ElapsedS)
+	}
 	if prev != nil {
 		// The records kept and those to come must be decided alike.
 		if what := prev.Disagrees(meta); what != "" {
@@ -272,6 +279,9 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 		if meta.ElapsedS > 0 {
 			meta.DecisionsPerS = float64(sum.Decided) / meta.ElapsedS
 		}
+		meta.Invocations++
+		meta.DecidedAll += sum.Decided
+		meta.ElapsedAllS += meta.ElapsedS
 		if merr := meta.Save(RunFilePath(j.Output)); err == nil && merr != nil {
 			err = fmt.Errorf("writing the run file: %w", merr)
 		}

@@ -137,6 +137,9 @@ func TestJobRunsAndResumes(t *testing.T) {
 	assert.Equal(t, [4]int{6, 6, 0, 0}, [4]int{meta.Rows, meta.Decided, meta.Errors, meta.Skipped})
 	assert.Nil(t, meta.Prior)
 	assert.Nil(t, meta.Knockout, "the default grouping is not recorded")
+	assert.Equal(t, [2]int{1, 6}, [2]int{meta.Invocations, meta.DecidedAll})
+	assert.Equal(t, meta.ElapsedS, meta.ElapsedAllS)
+	first := meta
 
 	// As if killed after two records.
 	data, err := os.ReadFile(out)
@@ -176,6 +179,9 @@ func TestJobRunsAndResumes(t *testing.T) {
 	meta, err = batch.ReadRunFile(batch.RunFilePath(out))
 	require.NoError(t, err)
 	assert.Equal(t, [2]int{4, 2}, [2]int{meta.Decided, meta.Skipped}, "the run file counts what this run did")
+	assert.Equal(t, [2]int{2, 6}, [2]int{meta.Invocations, meta.DecidedAll}, "and the file's totals: the 2 records kept and the 4 decided now")
+	assert.InDelta(t, first.ElapsedS+meta.ElapsedS, meta.ElapsedAllS, 1e-9)
+	assert.InDelta(t, 6/meta.ElapsedAllS, meta.Throughput(), 1e-9)
 
 	// Resuming the finished file again decides nothing and leaves its run file as it was.
 	sum, err = job.Run(context.Background())

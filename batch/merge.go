@@ -395,7 +395,7 @@ func mergedRunFile(metas []*RunFile, in string, parts []string, sum *Summary) *R
 	out.Finished = finished
 	out.ElapsedS = end.Sub(out.Started).Seconds()
 	out.Rows, out.Decided, out.Errors, out.Skipped = sum.Rows, sum.Decided, sum.Errors, 0
-	out.DecisionsPerS = 0
+	out.DecisionsPerS, out.Invocations, out.DecidedAll, out.ElapsedAllS = 0, 0, 0, 0 // the parts' wall time, not one file's runs
 	if out.ElapsedS > 0 {
 		out.DecisionsPerS = float64(sum.Decided) / out.ElapsedS
 	}

@@ -72,6 +72,28 @@ type RunFile struct {
 	// DecisionsPerS is Decided / ElapsedS of this invocation (a resumed run counts only
 	// what it decided itself).
 	DecisionsPerS float64 `json:"decisions_per_s"`
+	// Invocations counts the runs that wrote this file: 1, plus one per --resume. DecidedAll
+	// and ElapsedAllS add up Decided and ElapsedS over them, so a file decided across several
+	// resumed runs still gives its throughput (DecidedAll / ElapsedAllS). A run killed before
+	// it finished (kill -9) is not counted, neither its rows nor its time. Zero in run files
+	// written before these fields.
+	Invocations int     `json:"invocations,omitempty"`
+	DecidedAll  int     `json:"decided_all,omitempty"`
+	ElapsedAllS float64 `json:"elapsed_all_s,omitempty"`
+}
+
+// Throughput is the file's decisions per second over every run that wrote it (DecidedAll /
+// ElapsedAllS), or this invocation's (Decided / ElapsedS) for a run file without totals; 0
+// when no time was recorded.
+func (m *RunFile) Throughput() float64 {
+	d, e := m.Decided, m.ElapsedS
+	if m.ElapsedAllS > 0 {
+		d, e = m.DecidedAll, m.ElapsedAllS
+	}
+	if e <= 0 {
+		return 0
+	}
+	return float64(d) / e
 }
 
 // modulePath is gojev's module, as build info names it.

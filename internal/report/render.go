@@ -119,6 +119,19 @@ func (rep *Report) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "%-28s %8.2f %14.0f %15.0f %8s\n", truncate(r.Name, 28), r.PromptsPerRow, r.PromptTokensPerRow, r.DecodedTokensPerRow, spr)
 	}
+	// Where a knockout run's errors come from: its group passes or its final pass.
+	header := false
+	for _, r := range rep.Runs {
+		if r.Knockout == nil || r.Variant != "" {
+			continue
+		}
+		if !header {
+			fmt.Fprintf(&b, "%-28s %6s %20s %20s %18s\n", "run (knockout)", "rows", "label won its group", "label reached final", "right when it did")
+			header = true
+		}
+		k := r.Knockout
+		fmt.Fprintf(&b, "%-28s %6d %20s %20s %18s\n", truncate(r.Name, 28), k.Rows, share(k.GroupTop, k.Rows), share(k.Reached, k.Rows), share(k.RightInFinal, k.Reached))
+	}
 	for _, r := range rep.Runs {
 		if r.Paired != nil && r.Paired.Rows > 0 {
 			fmt.Fprintf(&b, "%s vs %s: %d rows, %d right only here, %d right only there (McNemar exact p = %.3g)\n",
@@ -490,3 +503,11 @@ details{margin:6px 0}summary{cursor:pointer;color:#0b5394}code{font-size:12px;ba
 {{range .Runs}}<tr><td class="l">{{.Name}}</td><td class="l"><code>{{.Path}}</code></td><td class="l">{{.Contract}}</td><td class="l">{{.File}}</td><td class="l"><code title="{{.ModelSHA}}">{{short .ModelSHA}}</code></td><td class="l">{{.Jev}}</td><td class="l">{{.LlamaCpp}}</td><td>{{.NThreads}}</td><td class="l"><code>{{join .Args " "}}</code></td></tr>{{end}}</table></div>
 </body></html>
 `
+
+// share formats n of total as "n (p %)", or "—" for no rows.
+func share(n, total int) string {
+	if total == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%d (%.1f%%)", n, 100*float64(n)/float64(total))
+}

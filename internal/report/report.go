@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/debias"
@@ -45,6 +46,37 @@ type Decision struct {
 	Prompts       int
 	PromptTokens  int
 	DecodedTokens float64
+	// Knockout says, for a labelled knockout row, where its label went: its rank in its
+	// group's pass and whether it survived into the final pass. Nil for other rows.
+	Knockout *KnockoutPath
+}
+
+// KnockoutPath is where a knockout row's label went (Decision.Knockout).
+type KnockoutPath struct {
+	GroupRank int  // its rank in its group's pass (0: the group's choice)
+	Reached   bool // it survived into the final pass
+}
+
+// knockoutPath finds the label's group pass and whether it survived; nil when the label is
+// in no group pass.
+func knockoutPath(ko *gojev.Knockout, label string) *KnockoutPath {
+	for _, p := range ko.Passes {
+		if p.Final {
+			continue
+		}
+		i := slices.Index(p.Options, label)
+		if i < 0 || i >= len(p.Logprobs) {
+			continue
+		}
+		kp := &KnockoutPath{Reached: slices.Contains(p.Survivors, label)}
+		for _, l := range p.Logprobs {
+			if l > p.Logprobs[i] {
+				kp.GroupRank++
+			}
+		}
+		return kp
+	}
+	return nil
 }
 
 // Prompts counts the prompts a record's row was decided with: a knockout's passes and their
@@ -187,6 +219,9 @@ func decision(r *batch.Record, key, chosen string, raw bool) Decision {
 		}
 		d.Probs = d.Sample.Probabilities()
 		d.Probability = r.Probability
+		if r.Label != "" {
+			d.Knockout = knockoutPath(ko, r.Label)
+		}
 		if r.Calibration != nil {
 			d.Probs = r.Calibration.Probabilities
 			d.Abstained = r.Abstained
@@ -326,12 +361,26 @@ type Metrics struct {
 	TopLetterShare float64 `json:"top_letter_share"`
 	// PromptsPerRow, PromptTokensPerRow and DecodedTokensPerRow are the means over the decided
 	// rows of Decision's Prompts, PromptTokens and DecodedTokens: what a row costs.
-	PromptsPerRow       float64  `json:"prompts_per_row"`
-	PromptTokensPerRow  float64  `json:"prompt_tokens_per_row"`
-	DecodedTokensPerRow float64  `json:"decoded_tokens_per_row"`
-	LatencyP50MS        float64  `json:"latency_p50_ms"`
-	LatencyP95MS        float64  `json:"latency_p95_ms"`
-	DecisionsPerS       *float64 `json:"decisions_per_s"`
+	PromptsPerRow       float64 `json:"prompts_per_row"`
+	PromptTokensPerRow  float64 `json:"prompt_tokens_per_row"`
+	DecodedTokensPerRow float64 `json:"decoded_tokens_per_row"`
+	// Knockout, for runs of knockout rows, says where the errors come from: the labelled rows
+	// whose label survived its group pass, and how many of those the final pass got right.
+	Knockout      *KnockoutMetrics `json:"knockout,omitempty"`
+	LatencyP50MS  float64          `json:"latency_p50_ms"`
+	LatencyP95MS  float64          `json:"latency_p95_ms"`
+	DecisionsPerS *float64         `json:"decisions_per_s"`
+}
+
+// KnockoutMetrics splits a knockout run's errors between the group passes and the final one
+// (Metrics.Knockout).
+type KnockoutMetrics struct {
+	Rows          int     `json:"rows"`           // labelled knockout rows
+	GroupTop      int     `json:"group_top"`      // label chosen by its group's pass
+	Reached       int     `json:"reached"`        // label survived into the final pass
+	ReachedShare  float64 `json:"reached_share"`  // Reached / Rows
+	RightInFinal  int     `json:"right_in_final"` // of Reached, chosen in the final pass
+	FinalAccuracy float64 `json:"final_accuracy"` // RightInFinal / Reached
 }
 
 // Compute returns a run's metrics.
@@ -354,6 +403,22 @@ func Compute(r *Run) Metrics {
 		if d.Chosen == d.Label {
 			m.Correct++
 		}
+		if kp := d.Knockout; kp != nil {
+			if m.Knockout == nil {
+				m.Knockout = &KnockoutMetrics{}
+			}
+			k := m.Knockout
+			k.Rows++
+			if kp.GroupRank == 0 {
+				k.GroupTop++
+			}
+			if kp.Reached {
+				k.Reached++
+				if d.Chosen == d.Label {
+					k.RightInFinal++
+				}
+			}
+		}
 		if d.GoldLetter != "" {
 			m.GoldLetters[d.GoldLetter]++
 		}
@@ -361,6 +426,12 @@ func Compute(r *Run) Metrics {
 	}
 	if m.Labelled > 0 {
 		m.Accuracy = float64(m.Correct) / float64(m.Labelled)
+	}
+	if k := m.Knockout; k != nil {
+		k.ReachedShare = float64(k.Reached) / float64(k.Rows)
+		if k.Reached > 0 {
+			k.FinalAccuracy = float64(k.RightInFinal) / float64(k.Reached)
+		}
 	}
 	m.AccuracyCI = Wilson(m.Correct, m.Labelled)
 	m.Labels, m.Confusion, m.MacroF1 = perLabel(r.Decisions, labels)
@@ -393,8 +464,8 @@ func Compute(r *Run) Metrics {
 		m.TopLetterShare = float64(m.Letters[m.TopLetter]) / float64(total)
 	}
 	m.LatencyP50MS, m.LatencyP95MS = Percentile(lat, 50), Percentile(lat, 95)
-	if r.Meta != nil && r.Meta.ElapsedS > 0 {
-		v := float64(r.Meta.Decided) / r.Meta.ElapsedS
+	if r.Meta != nil && r.Meta.Throughput() > 0 {
+		v := r.Meta.Throughput() // over every run that wrote the file
 		m.DecisionsPerS = &v
 	}
 	return m

@@ -164,6 +164,35 @@ func TestCostFigures(t *testing.T) {
 	assert.NotRegexp(t, `\ncost \(raw\) +4`, text.String(), "the raw variant shares the run's decodes")
 }
 
+// TestKnockoutPath: where each labelled knockout row's label went, on three hand-made rows of
+// two groups (keep 1): row 1's label wins its group and the final; row 2's is its group's
+// runner-up and is knocked out; row 3's wins its group and loses the final. Then 2 of 3 won
+// their group, 2 reached the final, 1 of those was right; a run file of two invocations gives
+// the throughput of both.
+func TestKnockoutPath(t *testing.T) {
+	// Group 1 (a, b) keeps a, group 2 (c, d) keeps c; the final pass decides a or c.
+	row := func(line int, label, chosen, final string) string {
+		return fmt.Sprintf(`{"id":"k%d","line":%d,"label":%q,"prompt_version":"direct-options-v1","chosen":%q,"probability":0.5,"knockout":{"grouping":"shuffle","scoring":"raw","passes":[`+
+			`{"options":["a","b"],"logprobs":[-0.1,-2],"chosen":"a","survivors":["a"]},{"options":["c","d"],"logprobs":[-0.1,-2],"chosen":"c","survivors":["c"]},{"final":true,"options":["a","c"],"logprobs":%s,"chosen":%q}],`+
+			`"distribution":[{"id":"a","probability":0.25},{"id":"b","probability":0.25},{"id":"c","probability":0.25},{"id":"d","probability":0.25}]}}`,
+			line, line, label, chosen, final, chosen)
+	}
+	lines := []string{row(1, "a", "a", `[-0.1,-2]`), row(2, "b", "a", `[-0.1,-2]`), row(3, "a", "c", `[-2,-0.1]`)}
+	path := filepath.Join(t.TempDir(), "ko.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	require.NoError(t, os.WriteFile(path+".run.json", []byte(`{"prompt_version":"direct-options-v1","elapsed_s":1,"decided":1,"invocations":2,"decided_all":3,"elapsed_all_s":6}`), 0o644))
+	runs, err := report.Load(path, "ko")
+	require.NoError(t, err)
+	m := report.Compute(runs[0])
+	require.NotNil(t, m.Knockout)
+	assert.Equal(t, report.KnockoutMetrics{Rows: 3, GroupTop: 2, Reached: 2, ReachedShare: 2.0 / 3, RightInFinal: 1, FinalAccuracy: 0.5}, *m.Knockout)
+	require.NotNil(t, m.DecisionsPerS)
+	assert.InDelta(t, 0.5, *m.DecisionsPerS, 1e-12, "3 decisions in 6 s over both runs, not this run's 1 in 1 s")
+	var text bytes.Buffer
+	require.NoError(t, report.Build(runs).WriteText(&text))
+	assert.Regexp(t, `\nko +3 +2 \(66\.7%\) +2 \(66\.7%\) +1 \(50\.0%\)\n`, text.String())
+}
+
 func TestPercentileAndWilsonEdges(t *testing.T) {
 	assert.Equal(t, 0.0, report.Percentile(nil, 50))
 	assert.InDelta(t, 2.5, report.Percentile([]float64{4, 1, 3, 2}, 50), 1e-12)
