@@ -41,9 +41,9 @@ type Decider struct {
 	// runtime's scheduler waits for them instead of decoding a thin pack.
 	preparing atomic.Int64
 	prepared  chan struct{}
-	packSeqs  int
+	packSeqs  int // the runtime's Packer.PackSeqs under DecodePacked, else 1
 	// next numbers requests in the order they are begun (request.seq, job.seq).
-	next atomic.Uint64 // the runtime's Packer.PackSeqs under DecodePacked, else 1
+	next atomic.Uint64
 
 	stats struct {
 		rows, prompts, promptTokens, decodedTokens, decodes, rounds atomic.Int64

@@ -96,7 +96,7 @@ func (d *Decider) loop() {
 		}
 		// The oldest requests' prompts first: a knockout's final pass or a row submitted
 		// late is not left behind newer rows.
-		slices.SortStableFunc(s.pending, func(a, b *prompt) int { return cmp.Compare(a.job.seq, b.job.seq) })
+		slices.SortStableFunc(s.pending, bySeq)
 		n := min(len(s.pending), maxRound)
 		round := s.pending[:n:n]
 		s.pending = s.pending[n:]
@@ -199,6 +199,9 @@ func order(round []*prompt) {
 	orderFrom(round, 0)
 }
 
+// bySeq orders prompts by their request's seq, oldest first.
+func bySeq(a, b *prompt) int { return cmp.Compare(a.job.seq, b.job.seq) }
+
 // orderFrom orders ps, sorted by tokens and sharing their first depth tokens, in place.
 func orderFrom(ps []*prompt, depth int) {
 	if len(ps) < 2 {
@@ -212,7 +215,7 @@ func orderFrom(ps []*prompt, depth int) {
 		ps  []*prompt
 		seq uint64 // the oldest request in it
 	}
-	var ends branch // the prompts that end at depth (identical), sorted first
+	var ends []*prompt // the prompts that end at depth (identical), sorted first
 	var bs []branch
 	for i := 0; i < len(ps); {
 		k := i + 1
@@ -220,8 +223,8 @@ func orderFrom(ps []*prompt, depth int) {
 			for k < len(ps) && len(ps[k].Tokens) == depth {
 				k++
 			}
-			ends.ps = ps[i:k]
-			slices.SortStableFunc(ends.ps, func(a, b *prompt) int { return cmp.Compare(a.job.seq, b.job.seq) })
+			ends = ps[i:k]
+			slices.SortStableFunc(ends, bySeq)
 			i = k
 			continue
 		}
@@ -237,7 +240,7 @@ func orderFrom(ps []*prompt, depth int) {
 		i = k
 	}
 	slices.SortStableFunc(bs, func(a, b branch) int { return cmp.Compare(a.seq, b.seq) })
-	out := append(make([]*prompt, 0, len(ps)), ends.ps...)
+	out := append(make([]*prompt, 0, len(ps)), ends...)
 	for _, b := range bs {
 		out = append(out, b.ps...)
 	}

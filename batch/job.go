@@ -228,14 +228,14 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 			return Summary{}, nil
 		}
 	}
-	if prev != nil && out.resume != nil {
-		// The runs before this one, so that a kill now keeps their totals; at most the
-		// records the file kept count as decided.
-		meta.Invocations = max(prev.Invocations, 1)
-		meta.DecidedAll = min(cmp.Or(prev.DecidedAll, prev.Decided), out.resume.Records)
-		meta.ElapsedAllS = cmp.Or(prev.ElapsedAllS, prev.ElapsedS)
-	}
 	if prev != nil {
+		if out.resume != nil {
+			// The runs before this one, so that a kill now keeps their totals; at most
+			// the records the file kept count as decided.
+			meta.Invocations = max(prev.Invocations, 1)
+			meta.DecidedAll = min(cmp.Or(prev.DecidedAll, prev.Decided), out.resume.Records)
+			meta.ElapsedAllS = cmp.Or(prev.ElapsedAllS, prev.ElapsedS)
+		}
 		// The records kept and those to come must be decided alike.
 		if what := prev.Disagrees(meta); what != "" {
 			return Summary{}, &SetupError{"Resume", fmt.Errorf("%s: this run has different %s than the run that wrote it (its run file %s): resume with the same model and settings, or start a new results file",

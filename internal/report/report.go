@@ -464,9 +464,10 @@ func Compute(r *Run) Metrics {
 		m.TopLetterShare = float64(m.Letters[m.TopLetter]) / float64(total)
 	}
 	m.LatencyP50MS, m.LatencyP95MS = Percentile(lat, 50), Percentile(lat, 95)
-	if r.Meta != nil && r.Meta.Throughput() > 0 {
-		v := r.Meta.Throughput() // over every run that wrote the file
-		m.DecisionsPerS = &v
+	if r.Meta != nil {
+		if v := r.Meta.Throughput(); v > 0 { // over every run that wrote the file
+			m.DecisionsPerS = &v
+		}
 	}
 	return m
 }
