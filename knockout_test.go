@@ -185,7 +185,7 @@ func TestKnockoutOnTheSmallModel(t *testing.T) {
 			for i, o := range alone.Options {
 				lp[i] = o.Logprob
 			}
-			want := logSoftmax(lp)
+			want := debias.LogSoftmax(lp)
 			assert.Equal(t, want, pass.Logprobs, "n=%d pass %d: bit for bit", n, p)
 			assert.Equal(t, alone.Chosen, pass.Chosen)
 		}
@@ -200,20 +200,6 @@ func mustAtoi(t *testing.T, s string) int {
 	n, err := strconv.Atoi(s)
 	require.NoError(t, err)
 	return n
-}
-
-func logSoftmax(x []float64) []float64 {
-	m := slices.Max(x)
-	total := 0.0
-	for _, v := range x {
-		total += math.Exp(v - m)
-	}
-	lse := m + math.Log(total)
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = v - lse
-	}
-	return out
 }
 
 // TestKnockoutWithPriDeAndBinaryOnTheSmallModel: PriDe's estimation takes one sub-row of each

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/knockout"
 )
 
@@ -96,19 +97,6 @@ func TestSurvivors(t *testing.T) {
 	assert.Equal(t, []int{0, 1}, knockout.Survivors([]float64{-1, -2}, 5))
 }
 
-func logSoftmax(x []float64) []float64 {
-	m := slices.Max(x)
-	s := 0.0
-	for _, v := range x {
-		s += math.Exp(v - m)
-	}
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = v - m - math.Log(s)
-	}
-	return out
-}
-
 // TestCombineIsExactUnderLuce: when every pass is a softmax over its options of fixed weights
 // (Luce's choice axiom), Combine recovers the softmax over all n options exactly, sums to 1,
 // and its argmax is the final pass's choice.
@@ -128,7 +116,7 @@ func TestCombineIsExactUnderLuce(t *testing.T) {
 			for k, o := range g {
 				scores[k] = w[o]
 			}
-			lp := logSoftmax(scores)
+			lp := debias.LogSoftmax(scores)
 			groupLogp = append(groupLogp, lp)
 			for _, s := range knockout.Survivors(lp, p.Keep) {
 				final = append(final, g[s])
@@ -139,9 +127,9 @@ func TestCombineIsExactUnderLuce(t *testing.T) {
 		for k, o := range final {
 			fs[k] = w[o]
 		}
-		finalLogp := logSoftmax(fs)
+		finalLogp := debias.LogSoftmax(fs)
 		got := knockout.Combine(n, p.Groups, groupLogp, final, finalLogp)
-		want := logSoftmax(w)
+		want := debias.LogSoftmax(w)
 		total := 0.0
 		for i := range got {
 			assert.InDelta(t, want[i], got[i], 1e-9, "n=%d option %d", n, i)
@@ -158,9 +146,9 @@ func TestCombineIsExactUnderLuce(t *testing.T) {
 // group.
 func TestCombineWhenPassesDisagreeWithLuce(t *testing.T) {
 	groups := [][]int{{0, 1, 2}, {3, 4, 5}}
-	groupLogp := [][]float64{logSoftmax([]float64{2, 1, -3}), logSoftmax([]float64{0, 0.5, 5})}
+	groupLogp := [][]float64{debias.LogSoftmax([]float64{2, 1, -3}), debias.LogSoftmax([]float64{0, 0.5, 5})}
 	final := []int{0, 1, 4, 5}
-	finalLogp := logSoftmax([]float64{1, 3, -1, 0})
+	finalLogp := debias.LogSoftmax([]float64{1, 3, -1, 0})
 	got := knockout.Combine(6, groups, groupLogp, final, finalLogp)
 	total := 0.0
 	for _, v := range got {

@@ -10,7 +10,7 @@ McNemar exact p of each rule against the recorded choice (the final pass's argma
            (log p_final - log p_group) over group g's survivors: the two passes as two
            measurements of one option's log-weight under Luce's choice axiom
 
-Usage: scripts/knockout-rules.py results.jsonl [--rows N]
+Usage: scripts/knockout-rules.py results.jsonl [--skip N] [--rows N]
 """
 import argparse, json, math
 
@@ -25,10 +25,11 @@ def mcnemar(a, b):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results")
-    ap.add_argument("--rows", type=int, default=0, help="only the first N records")
+    ap.add_argument("--skip", type=int, default=0, help="leave out the first N records (a rule chosen on them is then tested on the rest)")
+    ap.add_argument("--rows", type=int, default=0, help="only the first N records (after --skip)")
     a = ap.parse_args()
     recs = [json.loads(l) for l in open(a.results) if l.strip()]
-    recs = [r for r in recs if r.get("knockout") and r.get("label")]
+    recs = [r for r in recs if r.get("knockout") and r.get("label")][a.skip:]
     if a.rows:
         recs = recs[: a.rows]
     right = {"final": [], "product": [], "pooled": []}
