@@ -9,6 +9,7 @@ package testenv
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -112,6 +113,24 @@ func SmallModelPath() (string, error) {
 		return "", fmt.Errorf("no small model (set JEV_SMALL_MODEL or run scripts/fetch-model.sh small): %w", err)
 	}
 	return p, nil
+}
+
+// ExampleModel is for a TestMain whose package's runnable examples decide on the small model:
+// examples cannot skip themselves, so without the model it fails the run under CI (exit 1) and
+// outside CI skips every Example, saying why on stderr, and returns "".
+func ExampleModel() string {
+	p, err := SmallModelPath()
+	switch {
+	case err == nil:
+		return p
+	case InCI():
+		fmt.Fprintln(os.Stderr, "required under CI: the examples need the small model:", err)
+		os.Exit(1)
+	default:
+		fmt.Fprintln(os.Stderr, "skipping the examples outside CI:", err)
+		_ = flag.Set("test.skip", "^Example")
+	}
+	return ""
 }
 
 func cachedModel(tb testing.TB, env, file, fetch string) string {
