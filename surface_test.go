@@ -20,29 +20,15 @@ import (
 func TestImportCOnlyInLlama(t *testing.T) {
 	root := testenv.RepoRoot(t)
 	var cgo []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() && (rel == "third_party" || strings.HasPrefix(d.Name(), ".") && rel != ".") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
+	for _, rel := range goSources(t, root) {
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, rel), nil, parser.ImportsOnly)
+		require.NoError(t, err)
 		for _, imp := range f.Imports {
 			if imp.Path.Value == `"C"` {
 				cgo = append(cgo, filepath.ToSlash(filepath.Dir(rel)))
 			}
 		}
-		return nil
-	})
-	require.NoError(t, err)
+	}
 	require.NotEmpty(t, cgo)
 	for _, dir := range cgo {
 		assert.Equal(t, "llama", dir, "import \"C\" outside llama/")
@@ -126,6 +112,25 @@ func goCmd(t *testing.T, dir string, env []string, args ...string) string {
 func TestAtomicWritesGoThroughOneHelper(t *testing.T) {
 	root := testenv.RepoRoot(t)
 	var renames []string
+	for _, rel := range goSources(t, root) {
+		if strings.HasSuffix(rel, "_test.go") || strings.HasPrefix(filepath.ToSlash(rel), "internal/atomicfile/") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(root, rel))
+		require.NoError(t, err)
+		if strings.Contains(string(b), "os.Rename(") {
+			renames = append(renames, rel)
+		}
+	}
+	require.NotEmpty(t, goSources(t, root))
+	assert.Empty(t, renames, "os.Rename outside internal/atomicfile")
+}
+
+// goSources returns the repository's .go files, relative to root, outside third_party and
+// dot folders (.git, .ci).
+func goSources(t *testing.T, root string) []string {
+	t.Helper()
+	var files []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -134,18 +139,11 @@ func TestAtomicWritesGoThroughOneHelper(t *testing.T) {
 		if d.IsDir() && (rel == "third_party" || strings.HasPrefix(d.Name(), ".") && rel != ".") {
 			return filepath.SkipDir
 		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || strings.HasPrefix(rel, "internal/atomicfile/") {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if strings.Contains(string(b), "os.Rename(") {
-			renames = append(renames, rel)
+		if !d.IsDir() && strings.HasSuffix(path, ".go") {
+			files = append(files, rel)
 		}
 		return nil
 	})
 	require.NoError(t, err)
-	assert.Empty(t, renames, "os.Rename outside internal/atomicfile")
+	return files
 }

@@ -73,7 +73,7 @@ func TestCalibrateFile(t *testing.T) {
 	assert.Equal(t, errRec, lines[2], "the error record as it was")
 	decisions := filepath.Join(dir, "decisions.jsonl")
 	require.NoError(t, os.WriteFile(decisions, []byte(lines[0]+lines[1]), 0o644))
-	for _, r := range readResults(t, decisions) {
+	for _, r := range readRecords(t, decisions) {
 		require.NotNil(t, r.Calibration)
 		assert.Equal(t, "cafe", r.Calibration.ProfileSHA256)
 		assert.InDelta(t, 0.9, r.Calibration.UncalibratedProbability, 1e-9)

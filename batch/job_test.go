@@ -166,16 +166,7 @@ func TestJobRunsAndResumes(t *testing.T) {
 	require.Len(t, starts, 1)
 	require.NotNil(t, starts[0].Resume)
 	assert.Equal(t, 2, starts[0].Resume.Records)
-	f, err := os.Open(out)
-	require.NoError(t, err)
-	defer f.Close()
-	entries, _, err := batch.ReadEntries(f)
-	require.NoError(t, err)
-	var got []int
-	for _, e := range entries {
-		got = append(got, e.Record.Line)
-	}
-	assert.Equal(t, []int{1, 2, 3, 4, 5, 6}, got)
+	assert.Equal(t, []int{1, 2, 3, 4, 5, 6}, inputLines(t, out))
 	meta, err = batch.ReadRunFile(batch.RunFilePath(out))
 	require.NoError(t, err)
 	assert.Equal(t, [2]int{4, 2}, [2]int{meta.Decided, meta.Skipped}, "the run file counts what this run did")
@@ -227,7 +218,7 @@ func TestJobFindsPriDesPrior(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, saved.ByOptions, meta.Prior.ByOptions, "the run file records the prior")
 	samples := 0
-	for _, r := range readResults(t, job.Output) {
+	for _, r := range readRecords(t, job.Output) {
 		if r.Debias.PriorSample {
 			samples++
 		}
@@ -262,18 +253,28 @@ func TestJobFindsPriDesPrior(t *testing.T) {
 	assert.Equal(t, "PriorFile", se.Field)
 }
 
-// readResults reads a results file's decisions.
-func readResults(t *testing.T, path string) []*gojev.Result {
+// readRecords reads a results file's decisions, in file order.
+func readRecords(t *testing.T, path string) []*batch.Record {
 	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
 	entries, _, err := batch.ReadEntries(f)
 	require.NoError(t, err)
-	var out []*gojev.Result
+	var out []*batch.Record
 	for _, e := range entries {
 		require.NotNil(t, e.Record, "line %d is a decision", e.N)
-		out = append(out, e.Record.Result)
+		out = append(out, e.Record)
 	}
 	return out
+}
+
+// inputLines returns the input line of each decision in a results file, in file order.
+func inputLines(t *testing.T, path string) []int {
+	t.Helper()
+	var lines []int
+	for _, r := range readRecords(t, path) {
+		lines = append(lines, r.Line)
+	}
+	return lines
 }

@@ -48,16 +48,7 @@ func TestMergeFile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, problems)
 	assert.Equal(t, 4, res.Summary.Rows)
-	f, err := os.Open(out)
-	require.NoError(t, err)
-	defer f.Close()
-	entries, _, err := batch.ReadEntries(f)
-	require.NoError(t, err)
-	var lines []int
-	for _, e := range entries {
-		lines = append(lines, e.Record.Line)
-	}
-	assert.Equal(t, []int{1, 2, 3, 4}, lines)
+	assert.Equal(t, []int{1, 2, 3, 4}, inputLines(t, out))
 	meta, err := batch.ReadRunFile(batch.RunFilePath(out))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"merge", "-i", in}, meta.Args)
