@@ -2,6 +2,7 @@ package gojev
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -35,9 +36,12 @@ type Knockout struct {
 	// Passes are the group passes in plan order, then the final pass.
 	Passes []Pass `json:"passes"`
 	// Distribution is one probability per option of the row, in row order, summing to 1:
-	// the passes combined under Luce's choice axiom (knockout.Combine). Options eliminated
-	// in a group get their probability from their ratio to that group's survivors; the final
-	// choice is its argmax.
+	// the passes combined under Luce's choice axiom (knockout.Combine: the least-squares
+	// log-weights of every pass's log-probabilities, each pass with its own normaliser).
+	// Options eliminated in a group get their probability from their ratio to that group's
+	// survivors; a survivor's is the mean of its group's and the final pass's readings. The
+	// row's choice (Result.Chosen) is its argmax, always a survivor; the final pass's own
+	// choice is Passes[len(Passes)-1].Chosen.
 	Distribution []OptionProbability `json:"distribution"`
 }
 
@@ -185,27 +189,106 @@ func (d *Decider) endKnockout(ctx context.Context, r *request) (*Result, error) 
 	passes = append(passes, passOf(res, finalRow, finalLogp, nil, true))
 	stats.PromptTokens += res.Stats.PromptTokens
 	stats.DecodedTokens += res.Stats.DecodedTokens
-	logp := knockout.Combine(n, ko.plan.Groups, groupLogp, final, finalLogp)
-
 	out := *res
 	out.ID, out.Label = r.row.IDJSON(), r.row.Label
 	out.Debias = nil // each pass's bias control is in its Pass; the row's is the distribution's
 	out.Knockout = &Knockout{Grouping: ko.plan.Grouping, Seed: d.opts.Knockout.Seed, Keep: ko.plan.Keep,
 		Scoring: d.opts.Scoring(contract.MaxOptions), Passes: passes}
+	ids := make([]string, n)
 	for i, o := range r.row.Options {
-		out.Knockout.Distribution = append(out.Knockout.Distribution, OptionProbability{ID: o.ID, Probability: math.Exp(logp[i])})
-		if o.ID == out.Chosen {
-			out.Probability = math.Exp(logp[i])
-		}
+		ids[i] = o.ID
 	}
-	out.Correct = nil
-	if r.row.Label != "" {
-		ok := out.Chosen == r.row.Label
-		out.Correct = &ok
+	if err := out.settleKnockout(ids); err != nil {
+		return nil, err
 	}
 	out.Stats.PromptTokens, out.Stats.DecodedTokens = stats.PromptTokens, stats.DecodedTokens
 	out.MS = float64(time.Since(r.start).Microseconds()) / 1000
 	return &out, nil
+}
+
+// settleKnockout sets a knockout result's Distribution (over ids, the row's option ids in row
+// order), Chosen, ChosenLetter, Probability and Correct from its recorded passes: the passes'
+// log-probabilities combined by knockout.Combine, the choice its argmax (a survivor: the final
+// pass's own choice unless the group passes' readings of the survivors overturn it), with its
+// letter in the final pass. The seed's other fields stay the final pass's.
+func (r *Result) settleKnockout(ids []string) error {
+	ko := r.Knockout
+	if ko == nil || len(ko.Passes) < 2 || !ko.Passes[len(ko.Passes)-1].Final {
+		return errors.New("not a knockout result: no group passes and final pass")
+	}
+	index := make(map[string]int, len(ids))
+	for i, id := range ids {
+		index[id] = i
+	}
+	at := func(p Pass) ([]int, error) {
+		if len(p.Logprobs) != len(p.Options) {
+			return nil, fmt.Errorf("a pass has %d options and %d log-probabilities", len(p.Options), len(p.Logprobs))
+		}
+		idx := make([]int, len(p.Options))
+		for k, id := range p.Options {
+			i, ok := index[id]
+			if !ok {
+				return nil, fmt.Errorf("a pass lists option %q, which the row does not have", id)
+			}
+			idx[k] = i
+		}
+		return idx, nil
+	}
+	groups := make([][]int, 0, len(ko.Passes)-1)
+	groupLogp := make([][]float64, 0, len(ko.Passes)-1)
+	for _, p := range ko.Passes[:len(ko.Passes)-1] {
+		idx, err := at(p)
+		if err != nil {
+			return err
+		}
+		groups, groupLogp = append(groups, idx), append(groupLogp, p.Logprobs)
+	}
+	fp := ko.Passes[len(ko.Passes)-1]
+	final, err := at(fp)
+	if err != nil {
+		return err
+	}
+	logp := knockout.Combine(len(ids), groups, groupLogp, final, fp.Logprobs)
+	best := 0
+	for i, v := range logp {
+		if v > logp[best] {
+			best = i
+		}
+	}
+	r.Chosen, r.Probability = ids[best], math.Exp(logp[best])
+	for _, o := range r.Options {
+		if o.ID == r.Chosen {
+			r.ChosenLetter = o.Letter
+		}
+	}
+	ko.Distribution = make([]OptionProbability, len(ids))
+	for i, id := range ids {
+		ko.Distribution[i] = OptionProbability{ID: id, Probability: math.Exp(logp[i])}
+	}
+	r.Correct = nil
+	if r.Label != "" {
+		ok := r.Chosen == r.Label
+		r.Correct = &ok
+	}
+	return nil
+}
+
+// RecombineKnockout recomputes a knockout result's distribution and choice (Chosen,
+// ChosenLetter, Probability, Correct, Knockout.Distribution) from the passes it records, with
+// this build's knockout.Combine: for results written by an earlier gojev, whose rule for the
+// choice differed (the final pass's own choice, before the passes were combined by least
+// squares). It decodes nothing; the passes, the
+// seed's other fields and any calibration are left as they are. An error when r holds no
+// knockout or its passes do not fit its distribution's options.
+func RecombineKnockout(r *Result) error {
+	if r.Knockout == nil {
+		return errors.New("not a knockout result")
+	}
+	ids := make([]string, len(r.Knockout.Distribution))
+	for i, o := range r.Knockout.Distribution {
+		ids[i] = o.ID
+	}
+	return r.settleKnockout(ids)
 }
 
 // estimationRows are the rows PriDe's estimation decides for a sample row: the row itself, or

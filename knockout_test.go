@@ -126,6 +126,69 @@ func TestKnockoutCarriesTheRunnerUp(t *testing.T) {
 	checkDistribution(t, res, 20)
 }
 
+// TestKnockoutReadsEveryPass is the hand-built case where the row's choice is not the final
+// pass's: 17 options in file order make groups of 9 (A–I) and 8 (A–H), 8 of each survive (all
+// of group 2), and the model favours letter J by 3, which only the final pass lists. There J
+// holds X (option 10, score 0), which beats G (option 5, score 2) by 3 − 2; the group passes,
+// which list no J, read G 2 above X. Combine's least-squares fit keeps G at 2 and puts X at
+// (3 + 0 + 3/8)/2 on the final pass's scale (3/8: X's bias, averaged over its group's eight
+// survivors, is the offset between its group's and the final pass's scales), so G is chosen,
+// with its final-pass letter.
+func TestKnockoutReadsEveryPass(t *testing.T) {
+	opts := manyOptions(17)
+	scores := map[string]float64{}
+	for i, o := range opts {
+		scores[o.Description] = -1 - float64(i)/10
+	}
+	scores[opts[1].Description] = -5 // eliminated in group 1
+	scores[opts[5].Description] = 2  // G
+	scores[opts[10].Description] = 0 // X, at J in the final pass
+	rt := &scripted{scores: scores, bias: map[byte]float64{'J': 3}}
+	d, err := gojev.New(context.Background(), rt, gojev.Options{Knockout: gojev.KnockoutOptions{Grouping: knockout.File}})
+	require.NoError(t, err)
+	defer d.Close()
+	res, err := d.Decide(context.Background(), contract.Row{ID: "r", State: "s", Question: "q", Options: opts, Label: opts[5].ID})
+	require.NoError(t, err)
+	ko := res.Knockout
+	require.NotNil(t, ko)
+	require.Len(t, ko.Passes, 3)
+	final := ko.Passes[2]
+	require.Len(t, final.Options, 16)
+	assert.Equal(t, opts[10].ID, final.Options[9], "X is listed at J")
+	assert.Equal(t, opts[10].ID, final.Chosen, "the final pass alone chooses X")
+	assert.Equal(t, opts[5].ID, res.Chosen, "the row chooses G")
+	assert.True(t, *res.Correct)
+	assert.Equal(t, "E", res.ChosenLetter, "G's letter in the final pass")
+	var pg, px float64
+	for _, o := range ko.Distribution {
+		switch o.ID {
+		case opts[5].ID:
+			pg = o.Probability
+		case opts[10].ID:
+			px = o.Probability
+		}
+	}
+	assert.InDelta(t, 2-(3+3.0/8)/2, math.Log(pg/px), 1e-9)
+	checkDistribution(t, res, 17)
+
+	// A record written with the final pass's choice (an earlier gojev's rule) recombines to
+	// exactly this result through its JSON.
+	b, err := json.Marshal(res)
+	require.NoError(t, err)
+	var old gojev.Result
+	require.NoError(t, json.Unmarshal(b, &old))
+	wrong := false
+	old.Chosen, old.ChosenLetter, old.Probability, old.Correct = final.Chosen, "J", 0.5, &wrong
+	old.Knockout.Distribution[5].Probability = 0
+	require.NoError(t, gojev.RecombineKnockout(&old))
+	again, err := json.Marshal(&old)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(b), string(again))
+	old.Knockout.Passes[0].Options[0] = "nobody"
+	require.ErrorContains(t, gojev.RecombineKnockout(&old), `option "nobody"`)
+	require.Error(t, gojev.RecombineKnockout(&gojev.Result{}))
+}
+
 // checkDistribution: one probability per option, summing to 1, the choice its argmax and
 // Probability its share.
 func checkDistribution(t *testing.T, res *gojev.Result, n int) {

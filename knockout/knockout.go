@@ -2,7 +2,8 @@
 // contract's 16 letters) as a knockout: the options are split into balanced groups of at most
 // 16, every group is decided as a row of its own, the best Keep options of each group survive,
 // and the survivors (at most 16) are decided in a final pass. It plans the groups, picks the
-// survivors and combines the passes into one distribution over every option. Every pass is an
+// survivors and combines the passes into one distribution over every option, whose argmax is the
+// row's choice. Every pass is an
 // ordinary decision under the unchanged contract; this package is the arithmetic above it,
 // pure Go and tested on hand-made numbers. gojev.Decider runs it for rows of 17 to 256 options.
 package knockout
@@ -15,6 +16,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/gojev/gojev/debias"
 )
 
 // MaxPass is the most options one pass lists (contract.MaxOptions); MaxOptions the most a
@@ -153,53 +156,47 @@ func Survivors(scores []float64, keep int) []int {
 // The model behind it is Luce's choice axiom (Luce, Individual Choice Behavior, 1959): option
 // i has a weight w_i, and a pass over a set A chooses i with w_i / Σ_{k∈A} w_k, which is what a
 // softmax over a subset of options is when the scores do not depend on which other options are
-// listed. The final pass fixes the survivors' weights up to one constant (log w_s = finalLogp);
-// a pass over a group fixes the ratio of any two of its options, so an option eliminated in
-// group g gets log w_e = mean over the group's survivors s of (log w_s + groupLogp(e) −
-// groupLogp(s)) (the geometric mean of the estimates each survivor gives), and the weights
-// are normalised over all n. The result sums to 1; since an eliminated option scored no
-// higher in its group than any survivor of it, its weight is at most that survivor's, so the
-// final pass's choice is the argmax. Survivors' probabilities fall below the final pass's by
-// the share the eliminated options take.
+// listed. Each pass therefore measures log w_i up to its own constant (log Σ_{k∈A} w_k): the
+// final pass gives log w_s = finalLogp(s) + a, group g gives log w_i = groupLogp(i) + b_g.
+// Combine takes the least-squares fit of every pass's measurements (a = 0 fixes the scale):
+// with c_g = mean over group g's survivors s of (finalLogp(s) − groupLogp(s)), b_g = c_g, so
+// a survivor gets log w_s = (finalLogp(s) + groupLogp(s) + c_g) / 2, the mean of its two
+// measurements on the final pass's scale, and an option eliminated in group g gets log w_e =
+// groupLogp(e) + c_g, its one measurement. The weights are normalised over all n. When the
+// passes agree with Luce exactly this is the softmax of the weights, and a survivor's two
+// measurements coincide; when they do not, the group pass's reading of a survivor corrects the
+// final pass's (measured on Banking77's 77 intents: README, the knockout). The result sums to
+// 1, and its argmax is a survivor: some survivor s of each group has finalLogp(s) −
+// groupLogp(s) ≥ c_g, so log w_s ≥ groupLogp(s) + c_g ≥ log w_e for every e the group
+// eliminated (they scored no higher than s there).
 func Combine(n int, groups [][]int, groupLogp [][]float64, final []int, finalLogp []float64) []float64 {
 	logw := make([]float64, n)
-	set := make([]bool, n)
+	inFinal := make(map[int]float64, len(final))
 	for i, o := range final {
-		logw[o], set[o] = finalLogp[i], true
+		inFinal[o] = finalLogp[i]
 	}
 	for g, members := range groups {
-		var surv []int // positions in the group of its survivors
+		c, k := 0.0, 0
 		for p, o := range members {
-			if set[o] && slices.Contains(final, o) {
-				surv = append(surv, p)
+			if f, ok := inFinal[o]; ok {
+				c += f - groupLogp[g][p]
+				k++
 			}
 		}
-		for p, o := range members {
-			if slices.Contains(final, o) {
-				continue
-			}
-			if len(surv) == 0 {
+		if k == 0 { // no survivor: nothing places the group on the final pass's scale
+			for _, o := range members {
 				logw[o] = math.Inf(-1)
-				continue
 			}
-			sum := 0.0
-			for _, s := range surv {
-				sum += logw[members[s]] + groupLogp[g][p] - groupLogp[g][s]
+			continue
+		}
+		c /= float64(k)
+		for p, o := range members {
+			if f, ok := inFinal[o]; ok {
+				logw[o] = (f + groupLogp[g][p] + c) / 2
+			} else {
+				logw[o] = groupLogp[g][p] + c
 			}
-			logw[o] = sum / float64(len(surv))
 		}
 	}
-	m := math.Inf(-1)
-	for _, v := range logw {
-		m = max(m, v)
-	}
-	total := 0.0
-	for _, v := range logw {
-		total += math.Exp(v - m)
-	}
-	lse := m + math.Log(total)
-	for i := range logw {
-		logw[i] -= lse
-	}
-	return logw
+	return debias.LogSoftmax(logw)
 }

@@ -3,6 +3,7 @@ package knockout_test
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -142,8 +143,8 @@ func TestCombineIsExactUnderLuce(t *testing.T) {
 }
 
 // TestCombineWhenPassesDisagreeWithLuce: with pass scores that no weights explain, the
-// distribution still sums to 1, and an eliminated option never outweighs a survivor of its
-// group.
+// distribution still sums to 1, an eliminated option never outweighs every survivor of its
+// group, and the group pass's reading can overturn the final pass's choice.
 func TestCombineWhenPassesDisagreeWithLuce(t *testing.T) {
 	groups := [][]int{{0, 1, 2}, {3, 4, 5}}
 	groupLogp := [][]float64{debias.LogSoftmax([]float64{2, 1, -3}), debias.LogSoftmax([]float64{0, 0.5, 5})}
@@ -155,13 +156,114 @@ func TestCombineWhenPassesDisagreeWithLuce(t *testing.T) {
 		total += math.Exp(v)
 	}
 	assert.InDelta(t, 1, total, 1e-12)
-	assert.Less(t, got[2], got[0])
-	assert.Less(t, got[2], got[1])
-	assert.Less(t, got[3], got[4])
-	assert.Less(t, got[3], got[5])
-	assert.Equal(t, 1, slices.Index(got, slices.Max(got)), "the final pass chose option 1")
-	// Option 2 against survivors 0 and 1: the mean of its two estimates.
-	lw0, lw1 := finalLogp[0], finalLogp[1]
-	e := ((lw0 + groupLogp[0][2] - groupLogp[0][0]) + (lw1 + groupLogp[0][2] - groupLogp[0][1])) / 2
-	assert.InDelta(t, e-lw1, got[2]-got[1], 1e-12)
+	assert.Less(t, got[2], max(got[0], got[1]))
+	assert.Less(t, got[3], max(got[4], got[5]))
+	// Option 2, eliminated, is its group reading on the final pass's scale: c = the mean of
+	// (final − group) over the survivors 0 and 1.
+	c := (finalLogp[0] - groupLogp[0][0] + finalLogp[1] - groupLogp[0][1]) / 2
+	assert.InDelta(t, groupLogp[0][2]+c-(finalLogp[1]+groupLogp[0][1]+c)/2, got[2]-got[1], 1e-12)
+
+	// The final pass prefers option 4 to option 0 by 0.2. Option 0's two readings agree (3
+	// above option 1 in both passes); option 4's do not: the final pass puts it 0.7 above
+	// option 5, its group 0.5 below. The fit splits the difference, which takes 0.3 from
+	// option 4, and chooses option 0.
+	groupLogp = [][]float64{debias.LogSoftmax([]float64{3, 0, -1}), debias.LogSoftmax([]float64{-1, 0, 0.5})}
+	final = []int{0, 1, 4, 5}
+	finalLogp = debias.LogSoftmax([]float64{1, -2, 1.2, 0.5})
+	got = knockout.Combine(6, groups, groupLogp, final, finalLogp)
+	assert.Equal(t, 0, slices.Index(got, slices.Max(got)), "the group readings overturn the final pass")
+	assert.InDelta(t, 0.3-0.2, got[0]-got[4], 1e-12)
+}
+
+// TestCombineIsTheLeastSquaresFit: on random pass scores, Combine equals the least-squares
+// solution of every pass's measurements (log w_s = finalLogp(s) for the survivors, log w_i =
+// groupLogp(i) + b_g for every option of group g), solved here by the normal equations.
+func TestCombineIsTheLeastSquaresFit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{17, 40, 77} {
+		ids, descs := row(n)
+		p, err := knockout.NewPlan(ids, descs, knockout.Shuffle, uint64(n))
+		require.NoError(t, err)
+		var groupLogp [][]float64
+		var final []int
+		for _, g := range p.Groups {
+			scores := make([]float64, len(g))
+			for k := range scores {
+				scores[k] = rng.NormFloat64() * 2
+			}
+			lp := debias.LogSoftmax(scores)
+			groupLogp = append(groupLogp, lp)
+			for _, s := range knockout.Survivors(lp, p.Keep) {
+				final = append(final, g[s])
+			}
+		}
+		slices.Sort(final)
+		fs := make([]float64, len(final))
+		for k := range fs {
+			fs[k] = rng.NormFloat64() * 2
+		}
+		finalLogp := debias.LogSoftmax(fs)
+
+		// Unknowns: log w_0..log w_{n-1}, then b_0..b_{G-1}; one equation per measurement.
+		m := n + len(p.Groups)
+		var rows [][]float64
+		var ys []float64
+		for k, o := range final {
+			r := make([]float64, m)
+			r[o] = 1
+			rows, ys = append(rows, r), append(ys, finalLogp[k])
+		}
+		for g, members := range p.Groups {
+			for k, o := range members {
+				r := make([]float64, m)
+				r[o], r[n+g] = 1, -1
+				rows, ys = append(rows, r), append(ys, groupLogp[g][k])
+			}
+		}
+		want := debias.LogSoftmax(leastSquares(rows, ys)[:n])
+		got := knockout.Combine(n, p.Groups, groupLogp, final, finalLogp)
+		for i := range want {
+			assert.InDelta(t, want[i], got[i], 1e-9, "n=%d option %d", n, i)
+		}
+		assert.True(t, slices.Contains(final, slices.Index(got, slices.Max(got))), "n=%d: the argmax is a survivor", n)
+	}
+}
+
+// leastSquares solves min ‖A x − y‖² by the normal equations AᵀA x = Aᵀy, Gauss–Jordan with
+// partial pivoting.
+func leastSquares(a [][]float64, y []float64) []float64 {
+	m := len(a[0])
+	ata := make([][]float64, m)
+	for i := range ata {
+		ata[i] = make([]float64, m+1)
+		for r, row := range a {
+			for j := range m {
+				ata[i][j] += row[i] * row[j]
+			}
+			ata[i][m] += row[i] * y[r]
+		}
+	}
+	for c := range m {
+		piv := c
+		for r := c + 1; r < m; r++ {
+			if math.Abs(ata[r][c]) > math.Abs(ata[piv][c]) {
+				piv = r
+			}
+		}
+		ata[c], ata[piv] = ata[piv], ata[c]
+		for r := range m {
+			if r == c {
+				continue
+			}
+			f := ata[r][c] / ata[c][c]
+			for j := c; j <= m; j++ {
+				ata[r][j] -= f * ata[c][j]
+			}
+		}
+	}
+	x := make([]float64, m)
+	for i := range x {
+		x[i] = ata[i][m] / ata[i][i]
+	}
+	return x
 }
