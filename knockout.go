@@ -33,6 +33,9 @@ type Knockout struct {
 	Seed     uint64 `json:"seed"`
 	Keep     int    `json:"keep"`
 	Scoring  string `json:"scoring"`
+	// Rule is how the passes chose: knockout.RuleLeastSquares; empty in records of builds
+	// that chose by the final pass alone (RecombineKnockout re-reads those).
+	Rule string `json:"rule,omitempty"`
 	// Passes are the group passes in plan order, then the final pass.
 	Passes []Pass `json:"passes"`
 	// Distribution is one probability per option of the row, in row order, summing to 1:
@@ -270,6 +273,7 @@ func (r *Result) settleKnockout(ids []string) error {
 		ok := r.Chosen == r.Label
 		r.Correct = &ok
 	}
+	ko.Rule = knockout.RuleLeastSquares
 	return nil
 }
 

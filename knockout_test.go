@@ -177,8 +177,10 @@ func TestKnockoutReadsEveryPass(t *testing.T) {
 	require.NoError(t, err)
 	var old gojev.Result
 	require.NoError(t, json.Unmarshal(b, &old))
+	assert.Equal(t, knockout.RuleLeastSquares, ko.Rule)
 	wrong := false
 	old.Chosen, old.ChosenLetter, old.Probability, old.Correct = final.Chosen, "J", 0.5, &wrong
+	old.Knockout.Rule = ""
 	old.Knockout.Distribution[5].Probability = 0
 	require.NoError(t, gojev.RecombineKnockout(&old))
 	again, err := json.Marshal(&old)

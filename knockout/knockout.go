@@ -148,6 +148,10 @@ func Survivors(scores []float64, keep int) []int {
 	return out
 }
 
+// RuleLeastSquares names Combine's rule in records (gojev.Knockout.Rule): the row's choice is
+// the argmax of the least-squares fit of every pass.
+const RuleLeastSquares = "least-squares"
+
 // Combine turns a knockout's passes into log-probabilities over all n options (row order).
 // groups[g] are the option indices of group g and groupLogp[g] their log-probabilities in
 // that pass (over the group's options); final are the survivors' option indices and finalLogp
