@@ -90,6 +90,18 @@ func manyOptions(n int) []contract.Option {
 	return out
 }
 
+// decideScripted decides one knockout row of opts (groups in file order) on rt.
+func decideScripted(t *testing.T, rt *scripted, opts []contract.Option, label string) *gojev.Result {
+	t.Helper()
+	d, err := gojev.New(context.Background(), rt, gojev.Options{Knockout: gojev.KnockoutOptions{Grouping: knockout.File}})
+	require.NoError(t, err)
+	defer d.Close()
+	res, err := d.Decide(context.Background(), contract.Row{ID: "r", State: "s", Question: "q", Options: opts, Label: label})
+	require.NoError(t, err)
+	require.NotNil(t, res.Knockout)
+	return res
+}
+
 // TestKnockoutCarriesTheRunnerUp is the hand-built case: the model favours letter B, so in
 // group 1 the weak option X, listed at B, beats the gold option G, listed at C. Keeping 8 of
 // each group carries G into the final pass, where X is listed first (A, no bias) and G second
@@ -103,14 +115,8 @@ func TestKnockoutCarriesTheRunnerUp(t *testing.T) {
 	scores[opts[0].Description] = -5 // eliminated in group 1, so that X leads the final pass
 	scores[opts[1].Description] = 0  // X
 	scores[opts[2].Description] = 2.5
-	rt := &scripted{scores: scores, bias: map[byte]float64{'B': 3}}
-	d, err := gojev.New(context.Background(), rt, gojev.Options{Knockout: gojev.KnockoutOptions{Grouping: knockout.File}})
-	require.NoError(t, err)
-	defer d.Close()
-	res, err := d.Decide(context.Background(), contract.Row{ID: "r", State: "s", Question: "q", Options: opts, Label: opts[2].ID})
-	require.NoError(t, err)
+	res := decideScripted(t, &scripted{scores: scores, bias: map[byte]float64{'B': 3}}, opts, opts[2].ID)
 	ko := res.Knockout
-	require.NotNil(t, ko)
 	assert.Equal(t, 8, ko.Keep)
 	require.Len(t, ko.Passes, 3)
 	g1, final := ko.Passes[0], ko.Passes[2]
@@ -143,14 +149,8 @@ func TestKnockoutReadsEveryPass(t *testing.T) {
 	scores[opts[1].Description] = -5 // eliminated in group 1
 	scores[opts[5].Description] = 2  // G
 	scores[opts[10].Description] = 0 // X, at J in the final pass
-	rt := &scripted{scores: scores, bias: map[byte]float64{'J': 3}}
-	d, err := gojev.New(context.Background(), rt, gojev.Options{Knockout: gojev.KnockoutOptions{Grouping: knockout.File}})
-	require.NoError(t, err)
-	defer d.Close()
-	res, err := d.Decide(context.Background(), contract.Row{ID: "r", State: "s", Question: "q", Options: opts, Label: opts[5].ID})
-	require.NoError(t, err)
+	res := decideScripted(t, &scripted{scores: scores, bias: map[byte]float64{'J': 3}}, opts, opts[5].ID)
 	ko := res.Knockout
-	require.NotNil(t, ko)
 	require.Len(t, ko.Passes, 3)
 	final := ko.Passes[2]
 	require.Len(t, final.Options, 16)

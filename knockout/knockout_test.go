@@ -98,6 +98,29 @@ func TestSurvivors(t *testing.T) {
 	assert.Equal(t, []int{0, 1}, knockout.Survivors([]float64{-1, -2}, 5))
 }
 
+// passes simulates a knockout's passes: each group pass the log-softmax of groupScore over its
+// options, the survivors by knockout.Survivors (row order), the final pass the log-softmax of
+// finalScore over them.
+func passes(p knockout.Plan, groupScore, finalScore func(o int) float64) (groupLogp [][]float64, final []int, finalLogp []float64) {
+	for _, g := range p.Groups {
+		scores := make([]float64, len(g))
+		for k, o := range g {
+			scores[k] = groupScore(o)
+		}
+		lp := debias.LogSoftmax(scores)
+		groupLogp = append(groupLogp, lp)
+		for _, s := range knockout.Survivors(lp, p.Keep) {
+			final = append(final, g[s])
+		}
+	}
+	slices.Sort(final)
+	fs := make([]float64, len(final))
+	for k, o := range final {
+		fs[k] = finalScore(o)
+	}
+	return groupLogp, final, debias.LogSoftmax(fs)
+}
+
 // TestCombineIsExactUnderLuce: when every pass is a softmax over its options of fixed weights
 // (Luce's choice axiom), Combine recovers the softmax over all n options exactly, sums to 1,
 // and its argmax is the final pass's choice.
@@ -110,25 +133,8 @@ func TestCombineIsExactUnderLuce(t *testing.T) {
 		for i := range w {
 			w[i] = math.Sin(float64(i)*1.7) * 4
 		}
-		var groupLogp [][]float64
-		var final []int
-		for _, g := range p.Groups {
-			scores := make([]float64, len(g))
-			for k, o := range g {
-				scores[k] = w[o]
-			}
-			lp := debias.LogSoftmax(scores)
-			groupLogp = append(groupLogp, lp)
-			for _, s := range knockout.Survivors(lp, p.Keep) {
-				final = append(final, g[s])
-			}
-		}
-		slices.Sort(final)
-		fs := make([]float64, len(final))
-		for k, o := range final {
-			fs[k] = w[o]
-		}
-		finalLogp := debias.LogSoftmax(fs)
+		weight := func(o int) float64 { return w[o] }
+		groupLogp, final, finalLogp := passes(p, weight, weight)
 		got := knockout.Combine(n, p.Groups, groupLogp, final, finalLogp)
 		want := debias.LogSoftmax(w)
 		total := 0.0
@@ -184,25 +190,8 @@ func TestCombineIsTheLeastSquaresFit(t *testing.T) {
 		ids, descs := row(n)
 		p, err := knockout.NewPlan(ids, descs, knockout.Shuffle, uint64(n))
 		require.NoError(t, err)
-		var groupLogp [][]float64
-		var final []int
-		for _, g := range p.Groups {
-			scores := make([]float64, len(g))
-			for k := range scores {
-				scores[k] = rng.NormFloat64() * 2
-			}
-			lp := debias.LogSoftmax(scores)
-			groupLogp = append(groupLogp, lp)
-			for _, s := range knockout.Survivors(lp, p.Keep) {
-				final = append(final, g[s])
-			}
-		}
-		slices.Sort(final)
-		fs := make([]float64, len(final))
-		for k := range fs {
-			fs[k] = rng.NormFloat64() * 2
-		}
-		finalLogp := debias.LogSoftmax(fs)
+		random := func(int) float64 { return rng.NormFloat64() * 2 }
+		groupLogp, final, finalLogp := passes(p, random, random)
 
 		// Unknowns: log w_0..log w_{n-1}, then b_0..b_{G-1}; one equation per measurement.
 		m := n + len(p.Groups)
