@@ -281,9 +281,9 @@ func (r *Result) settleKnockout(ids []string) error {
 // ChosenLetter, Probability, Correct, Knockout.Distribution) from the passes it records, with
 // this build's knockout.Combine: for results written by an earlier gojev, whose rule for the
 // choice differed (the final pass's own choice, before the passes were combined by least
-// squares). It decodes nothing; the passes, the
-// seed's other fields and any calibration are left as they are. An error when r holds no
-// knockout or its passes do not fit its distribution's options.
+// squares). It decodes nothing; the passes, the seed's other fields and any calibration are
+// left as they are. An error when r holds no knockout or its passes do not fit its
+// distribution's options.
 func RecombineKnockout(r *Result) error {
 	if r.Knockout == nil {
 		return errors.New("not a knockout result")

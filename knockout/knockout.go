@@ -2,10 +2,10 @@
 // contract's 16 letters) as a knockout: the options are split into balanced groups of at most
 // 16, every group is decided as a row of its own, the best Keep options of each group survive,
 // and the survivors (at most 16) are decided in a final pass. It plans the groups, picks the
-// survivors and combines the passes into one distribution over every option, whose argmax is the
-// row's choice. Every pass is an
-// ordinary decision under the unchanged contract; this package is the arithmetic above it,
-// pure Go and tested on hand-made numbers. gojev.Decider runs it for rows of 17 to 256 options.
+// survivors and combines the passes into one distribution over every option, whose argmax is
+// the row's choice. Every pass is an ordinary decision under the unchanged contract; this
+// package is the arithmetic above it, pure Go and tested on hand-made numbers. gojev.Decider
+// runs it for rows of 17 to 256 options.
 package knockout
 
 import (
