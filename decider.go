@@ -249,11 +249,37 @@ func (d *Decider) Stats() DeciderStats {
 // backend.ErrSpecialText, debias.ErrNoPrior, runtime errors; a cancelled ctx returns at once
 // with an error wrapping ctx.Err(); a closed Decider gives ErrClosed.
 func (d *Decider) Decide(ctx context.Context, row Row) (*Result, error) {
+	c, err := d.Begin(ctx, row)
+	if err != nil {
+		return nil, err
+	}
+	return c.Wait(ctx)
+}
+
+// Call is a decision begun by Begin and not yet waited for. Wait may be called once, from any
+// goroutine.
+type Call struct {
+	d *Decider
+	r *request
+}
+
+// Begin is the first half of Decide: it validates the row, renders and checks its prompt(s)
+// in the calling goroutine and hands them to the scheduler, which serves requests oldest
+// first, in the order they were begun (Begin, Decide or DecideAll). A caller that reads rows
+// in order and waits for them concurrently (batch.Run) calls Begin in input order, so the
+// first row is decoded first whatever the goroutines do. Errors are Decide's for this row.
+func (d *Decider) Begin(ctx context.Context, row Row) (*Call, error) {
 	r, err := d.begin(ctx, row, d.opts.Debias, d.opts.Permute)
 	if err != nil {
 		return nil, err
 	}
-	return d.end(ctx, r)
+	return &Call{d: d, r: r}, nil
+}
+
+// Wait waits for a begun decision and returns its Result, with Decide's errors; a cancelled
+// ctx returns at once with an error wrapping ctx.Err().
+func (c *Call) Wait(ctx context.Context) (*Result, error) {
+	return c.d.end(ctx, c.r)
 }
 
 // Outcome is one row's Result or error, as DecideAll returns them.

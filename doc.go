@@ -35,6 +35,9 @@
 //	})
 //
 // DecideAll decides a slice of rows together (an offline evaluation), results in input order.
+// Begin and Call.Wait are Decide's two halves: a reader that streams rows calls Begin in input
+// order and waits concurrently, so the scheduler, which serves the oldest request first,
+// finishes rows in that order (batch.Run does this).
 //
 // # Runtimes
 //

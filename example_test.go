@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"sync"
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/backend"
@@ -100,6 +101,43 @@ func ExampleDecider_DecideAll() {
 	// 1 billing
 	// 2 billing
 	// 3 error: bad row: duplicate option id "account"
+}
+
+// A stream of rows: Begin each row as it is read, in order, and wait for the results
+// concurrently; the scheduler serves the oldest request first, so rows finish in the order
+// they were begun and the first result is never held up by later rows.
+func ExampleDecider_Begin() {
+	ctx := context.Background()
+	d, err := gojev.Open(ctx, modelFile, gojev.Options{NThreads: 2})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer d.Close()
+	var calls []*gojev.Call
+	for _, msg := range []string{"My parcel never arrived.", "I was charged twice."} {
+		row := ticket
+		row.State = msg
+		c, err := d.Begin(ctx, row) // a bad row is refused here
+		if err != nil {
+			log.Fatal(err)
+		}
+		calls = append(calls, c)
+	}
+	results, errs := make([]*gojev.Result, len(calls)), make([]error, len(calls))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Go(func() { results[i], errs[i] = c.Wait(ctx) })
+	}
+	wg.Wait()
+	for i, r := range results {
+		if errs[i] != nil {
+			log.Fatal(errs[i])
+		}
+		fmt.Println(r.Chosen, len(r.Options))
+	}
+	// Output:
+	// billing 3
+	// billing 3
 }
 
 // Position bias: PriDe estimates the model's prior over answer letters once, from a few

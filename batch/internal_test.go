@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,6 +33,52 @@ func firstOption(_ context.Context, row contract.Row, _ int) (*gojev.Result, err
 	return &gojev.Result{ID: row.IDJSON(), PromptVersion: contract.PromptVersion, Chosen: row.Options[0].ID}, nil
 }
 
+// now is a beginFunc that does all of f's work in the wait.
+func now(f func(context.Context, contract.Row, int) (*gojev.Result, error)) beginFunc {
+	return func(ctx context.Context, row contract.Row, n int) (func() (*gojev.Result, error), error) {
+		return func() (*gojev.Result, error) { return f(ctx, row, n) }, nil
+	}
+}
+
+// TestRunBeginsRowsInInputOrder: rows are begun one at a time in input order, so the
+// Decider's scheduler (oldest first) decodes the first row first, however the lines' goroutines
+// are scheduled: here the first line's begin is slow and the others' are instant, and the
+// second waits for it. The waits still overlap.
+func TestRunBeginsRowsInInputOrder(t *testing.T) {
+	var in strings.Builder
+	for i := 1; i <= 8; i++ {
+		in.WriteString(row(fmt.Sprint(i), 2) + "\n")
+	}
+	var mu sync.Mutex
+	var order []int
+	active, most := 0, 0
+	begin := func(ctx context.Context, row contract.Row, n int) (func() (*gojev.Result, error), error) {
+		if n == 1 {
+			time.Sleep(50 * time.Millisecond)
+		}
+		mu.Lock()
+		order = append(order, n)
+		mu.Unlock()
+		return func() (*gojev.Result, error) {
+			mu.Lock()
+			active++
+			most = max(most, active)
+			mu.Unlock()
+			time.Sleep(100 * time.Millisecond)
+			mu.Lock()
+			active--
+			mu.Unlock()
+			return firstOption(ctx, row, n)
+		}, nil
+	}
+	var out bytes.Buffer
+	sum, err := run(context.Background(), begin, strings.NewReader(in.String()), &out, Config{Window: 8})
+	require.NoError(t, err)
+	assert.Equal(t, 8, sum.Decided)
+	assert.Equal(t, []int{1, 2, 3, 4, 5, 6, 7, 8}, order)
+	assert.Greater(t, most, 1, "the waits overlap")
+}
+
 // run writes the records of its shard's lines only, each naming its line, and stops
 // when resuming finds a record of another row.
 func TestRunDecidesItsShard(t *testing.T) {
@@ -43,7 +91,7 @@ func TestRunDecidesItsShard(t *testing.T) {
 		in.WriteString(row(fmt.Sprintf("r%d", i), 2) + "\n")
 	}
 	var out bytes.Buffer
-	sum, err := run(context.Background(), firstOption, strings.NewReader(in.String()), &out, Config{Shard: Shard{I: 1, N: 3}, Window: 4})
+	sum, err := run(context.Background(), now(firstOption), strings.NewReader(in.String()), &out, Config{Shard: Shard{I: 1, N: 3}, Window: 4})
 	require.NoError(t, err)
 	assert.Equal(t, `{"id":"r2","prompt_version":"direct-options-v1","n_prompt_tokens":0,"chosen":"o0","probability":0,"backend":"","renderer":"","template_date":"","ms":0,"stats":{"prompt_tokens":0,"decoded_tokens":0,"queue_ms":0},"line":2}`+"\n"+
 		`{"id":null,"line":5,"error":"bad row: invalid JSON at byte 6: unexpected end of input, expecting a value: invalid JSON"}`+"\n", out.String())
@@ -52,7 +100,7 @@ func TestRunDecidesItsShard(t *testing.T) {
 
 	set := &Resume{byLine: map[int]string{2: "sr2", 5: "sr9"}, byID: map[string]int{}}
 	out.Reset()
-	_, err = run(context.Background(), firstOption, strings.NewReader(in.String()), &out, Config{Shard: Shard{I: 1, N: 3}, Window: 4, Skip: set.Skip})
+	_, err = run(context.Background(), now(firstOption), strings.NewReader(in.String()), &out, Config{Shard: Shard{I: 1, N: 3}, Window: 4, Skip: set.Skip})
 	require.ErrorIs(t, err, ErrNotThisInput)
 	assert.Empty(t, out.String(), "line 2 was done; line 5's record names another row: nothing written")
 }

@@ -146,8 +146,10 @@ func JSONLines() func(rec any) ([]byte, error) {
 	}
 }
 
-// decideFunc decides one row (at input line lineNo) into its Result; safe for concurrent use.
-type decideFunc func(ctx context.Context, row contract.Row, lineNo int) (*gojev.Result, error)
+// beginFunc begins deciding one row (at input line lineNo) and returns the wait for its
+// Result (gojev.Decider.Begin and Call.Wait); run calls it in input order, one row at a time,
+// and the waits concurrently.
+type beginFunc func(ctx context.Context, row contract.Row, lineNo int) (wait func() (*gojev.Result, error), err error)
 
 // Run decides the rows of in (JSONL, one row a line: contract.ParseRow) through d and writes
 // one record a line to out, in input order: a Record for a decision, an ErrorRecord for a line
@@ -157,12 +159,22 @@ type decideFunc func(ctx context.Context, row contract.Row, lineNo int) (*gojev.
 // is, so an interrupted run (a cancelled ctx, a kill) leaves only whole lines, the rows in
 // flight dropped: continue it with Resume. The error is a read or write error, an error of
 // cfg.Skip, or ctx's (wrapped, naming the line it stopped at).
+//
+// Rows are begun (gojev.Decider.Begin) in input order, so the Decider's scheduler, which serves
+// the oldest request first, decodes them in that order and the records reach out as they
+// finish; the lines are parsed and the rows waited for concurrently.
 func Run(ctx context.Context, d *gojev.Decider, in io.Reader, out io.Writer, cfg Config) (Summary, error) {
-	decide := func(ctx context.Context, row contract.Row, _ int) (*gojev.Result, error) { return d.Decide(ctx, row) }
-	return run(ctx, decide, in, out, cfg)
+	begin := func(ctx context.Context, row contract.Row, _ int) (func() (*gojev.Result, error), error) {
+		c, err := d.Begin(ctx, row)
+		if err != nil {
+			return nil, err
+		}
+		return func() (*gojev.Result, error) { return c.Wait(ctx) }, nil
+	}
+	return run(ctx, begin, in, out, cfg)
 }
 
-func run(ctx context.Context, decide decideFunc, in io.Reader, out io.Writer, cfg Config) (Summary, error) {
+func run(ctx context.Context, begin beginFunc, in io.Reader, out io.Writer, cfg Config) (Summary, error) {
 	start := time.Now()
 	var sum Summary
 	window := cfg.Window
@@ -185,6 +197,10 @@ func run(ctx context.Context, decide decideFunc, in io.Reader, out io.Writer, cf
 	var readErr error // set before slots is closed
 	go func() {
 		defer close(slots)
+		// begun is closed once the previous row has been begun (or needed no beginning): each
+		// row waits for it before its own Begin, so rows enter the scheduler in input order.
+		begun := make(chan struct{})
+		close(begun)
 		sc := NewScanner(in)
 		for sc.Scan() {
 			l := sc.Line()
@@ -208,9 +224,11 @@ func run(ctx context.Context, decide decideFunc, in io.Reader, out io.Writer, cf
 				s.skipped = true
 				close(s.done)
 			} else {
+				prev, next := begun, make(chan struct{})
+				begun = next
 				go func() {
 					defer close(s.done)
-					s.rec = decideLine(ctx, decide, cfg.Decided, line, l.N)
+					s.rec = decideLine(ctx, begin, prev, next, cfg.Decided, line, l.N)
 				}()
 			}
 			select {
@@ -277,17 +295,23 @@ func run(ctx context.Context, decide decideFunc, in io.Reader, out io.Writer, cf
 }
 
 // decideLine turns one input line into its record: the decision (decided now, or beforehand
-// in decided), or an error record.
-func decideLine(ctx context.Context, decide decideFunc, decided map[int]gojev.Outcome, line []byte, lineNo int) any {
+// in decided), or an error record. It parses the line, waits for prev (the previous line
+// begun), begins its row, closes next and waits for the result; next is closed on every path.
+func decideLine(ctx context.Context, begin beginFunc, prev <-chan struct{}, next chan<- struct{}, decided map[int]gojev.Outcome, line []byte, lineNo int) any {
 	row, err := contract.ParseRow(line)
+	<-prev
+	var wait func() (*gojev.Result, error)
+	if err == nil {
+		if o, ok := decided[lineNo]; ok && (o.Result != nil || o.Err != nil) {
+			wait = func() (*gojev.Result, error) { return o.Result, o.Err }
+		} else {
+			wait, err = begin(ctx, row, lineNo)
+		}
+	}
+	close(next)
 	if err == nil {
 		var res *gojev.Result
-		if o, ok := decided[lineNo]; ok && (o.Result != nil || o.Err != nil) {
-			res, err = o.Result, o.Err
-		} else {
-			res, err = decide(ctx, row, lineNo)
-		}
-		if err == nil {
+		if res, err = wait(); err == nil {
 			return Record{Result: res, Line: lineNo}
 		}
 	}
