@@ -295,7 +295,7 @@ type Outcome struct {
 // was closed.
 func (d *Decider) DecideAll(ctx context.Context, rows []Row) ([]Outcome, error) {
 	out := make([]Outcome, len(rows))
-	reqs := make([]*request, len(rows))
+	calls := make([]*Call, len(rows))
 	d.preparingAdd(int64(len(rows)))
 	for i, row := range rows {
 		if err := ctx.Err(); err != nil {
@@ -305,12 +305,12 @@ func (d *Decider) DecideAll(ctx context.Context, rows []Row) ([]Outcome, error) 
 			d.preparingAdd(-int64(len(rows) - i))
 			break
 		}
-		reqs[i], out[i].Err = d.begin(ctx, row, d.opts.Debias, d.opts.Permute)
+		calls[i], out[i].Err = d.Begin(ctx, row)
 		d.preparingAdd(-1)
 	}
-	for i, r := range reqs {
-		if r != nil {
-			out[i].Result, out[i].Err = d.end(ctx, r)
+	for i, c := range calls {
+		if c != nil {
+			out[i].Result, out[i].Err = c.Wait(ctx)
 		}
 	}
 	if err := ctx.Err(); err != nil {

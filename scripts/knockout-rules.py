@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Re-read knockout records (jev decide on rows of more than 16 options) under other rules for the
 final choice, without decoding: how many rows each rule gets right, and the paired counts and
-McNemar exact p of each rule against the recorded choice (the final pass's argmax).
+McNemar exact p of each rule against the final pass's own argmax.
 
-  final    the final pass's argmax over the survivors (what gojev records)
+  final    the final pass's argmax over the survivors (what gojev recorded before the
+           least-squares rule; the last pass's "chosen" in every record)
   product  argmax over the survivors of log p_final + log p_group: both passes' evidence, each
            pass's log-probabilities normalised over its own options
   pooled   argmax of (log p_final + log p_group + c_g) / 2, with c_g the mean of
            (log p_final - log p_group) over group g's survivors: the two passes as two
-           measurements of one option's log-weight under Luce's choice axiom
+           measurements of one option's log-weight under Luce's choice axiom: the
+           least-squares rule of knockout.Combine, what gojev records now
 
 Usage: scripts/knockout-rules.py results.jsonl [--skip N] [--rows N]
 """

@@ -9,7 +9,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -37,10 +36,9 @@ func run(in, out string) error {
 	}
 	var buf bytes.Buffer
 	changed, n := 0, 0
-	sc := bufio.NewScanner(bytes.NewReader(src))
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for line := 1; sc.Scan(); line++ {
-		b := sc.Bytes()
+	sc := batch.NewScanner(bytes.NewReader(src))
+	for sc.Scan() {
+		b, line := sc.Line().Bytes, sc.Line().N
 		var rec batch.Record
 		if json.Unmarshal(b, &rec) != nil || rec.Result == nil || rec.Knockout == nil {
 			buf.Write(b)
