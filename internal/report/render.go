@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -131,6 +132,28 @@ func (rep *Report) WriteText(w io.Writer) error {
 		}
 		k := r.Knockout
 		fmt.Fprintf(&b, "%-28s %6d %20s %20s %18s\n", truncate(r.Name, 28), k.Rows, share(k.GroupTop, k.Rows), share(k.Reached, k.Rows), share(k.RightInFinal, k.Reached))
+	}
+	// Where the label ranks, for reports with rows of many options (top-K accuracy).
+	if slices.ContainsFunc(rep.Runs, func(r RunReport) bool { return r.Ranks != nil && r.Ranks.MaxOptions > 8 }) {
+		fmt.Fprintf(&b, "%-28s %6s", "run (label's rank)", "rows")
+		for _, k := range RankKs {
+			fmt.Fprintf(&b, " %7s", fmt.Sprintf("top-%d", k))
+		}
+		fmt.Fprintf(&b, " %9s\n", "mean rank")
+		for _, r := range rep.Runs {
+			if r.Ranks == nil {
+				continue
+			}
+			fmt.Fprintf(&b, "%-28s %6d", truncate(r.Name, 28), r.Ranks.Rows)
+			for _, k := range RankKs {
+				cell := "—"
+				if v, ok := r.Ranks.TopK[k]; ok {
+					cell = fmt.Sprintf("%.1f%%", 100*v)
+				}
+				fmt.Fprintf(&b, " %7s", cell)
+			}
+			fmt.Fprintf(&b, " %9.1f\n", r.Ranks.MeanRank)
+		}
 	}
 	for _, r := range rep.Runs {
 		if r.Paired != nil && r.Paired.Rows > 0 {

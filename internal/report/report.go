@@ -366,10 +366,13 @@ type Metrics struct {
 	DecodedTokensPerRow float64 `json:"decoded_tokens_per_row"`
 	// Knockout, for runs of knockout rows, says where the errors come from: the labelled rows
 	// whose label survived its group pass, and how many of those the final pass got right.
-	Knockout      *KnockoutMetrics `json:"knockout,omitempty"`
-	LatencyP50MS  float64          `json:"latency_p50_ms"`
-	LatencyP95MS  float64          `json:"latency_p95_ms"`
-	DecisionsPerS *float64         `json:"decisions_per_s"`
+	Knockout *KnockoutMetrics `json:"knockout,omitempty"`
+	// Ranks says where the label stands among the run's probabilities (Decision.Probs) on the
+	// labelled rows that score every option: nil when none does.
+	Ranks         *RankMetrics `json:"ranks,omitempty"`
+	LatencyP50MS  float64      `json:"latency_p50_ms"`
+	LatencyP95MS  float64      `json:"latency_p95_ms"`
+	DecisionsPerS *float64     `json:"decisions_per_s"`
 }
 
 // KnockoutMetrics splits a knockout run's errors between the group passes and the final one
@@ -383,10 +386,38 @@ type KnockoutMetrics struct {
 	FinalAccuracy float64 `json:"final_accuracy"` // RightInFinal / Reached
 }
 
+// RankMetrics is the label's rank among a run's probabilities (Metrics.Ranks): 1 when it is
+// the most probable option, 1 + the number of options more probable than it otherwise (ties
+// count in the label's favour).
+type RankMetrics struct {
+	Rows       int `json:"rows"`        // labelled rows that score every option
+	MaxOptions int `json:"max_options"` // the most options one of those rows has
+	// TopK[K] is the share of those rows whose label ranks K or better (top-K accuracy), for
+	// each K of RankKs below MaxOptions.
+	TopK     map[int]float64 `json:"top_k"`
+	MeanRank float64         `json:"mean_rank"`
+}
+
+// RankKs are the K of the top-K accuracies Compute gives (Metrics.Ranks).
+var RankKs = []int{3, 5, 10, 16}
+
+// rankOf is the label's rank among probs (RankMetrics).
+func rankOf(probs []float64, label int) int {
+	rank := 1
+	for _, p := range probs {
+		if p > probs[label] {
+			rank++
+		}
+	}
+	return rank
+}
+
 // Compute returns a run's metrics.
 func Compute(r *Run) Metrics {
 	m := Metrics{Rows: r.Rows, Errors: r.Errors, Decided: len(r.Decisions), Letters: map[string]int{}, GoldLetters: map[string]int{}}
 	var lat []float64
+	var ranks []int
+	maxOptions := 0
 	labels := map[string]bool{}
 	for _, d := range r.Decisions {
 		lat = append(lat, d.MS)
@@ -422,7 +453,29 @@ func Compute(r *Run) Metrics {
 		if d.GoldLetter != "" {
 			m.GoldLetters[d.GoldLetter]++
 		}
+		if l := d.Sample.Label; l >= 0 && l < len(d.Probs) {
+			ranks = append(ranks, rankOf(d.Probs, l))
+			maxOptions = max(maxOptions, len(d.Probs))
+		}
 		labels[d.Label], labels[d.Chosen] = true, true
+	}
+	if len(ranks) > 0 {
+		m.Ranks = &RankMetrics{Rows: len(ranks), MaxOptions: maxOptions, TopK: map[int]float64{}}
+		for _, k := range RankKs {
+			if k >= maxOptions {
+				break
+			}
+			n := 0
+			for _, r := range ranks {
+				if r <= k {
+					n++
+				}
+			}
+			m.Ranks.TopK[k] = float64(n) / float64(len(ranks))
+		}
+		for _, r := range ranks {
+			m.Ranks.MeanRank += float64(r) / float64(len(ranks))
+		}
 	}
 	if m.Labelled > 0 {
 		m.Accuracy = float64(m.Correct) / float64(m.Labelled)

@@ -241,3 +241,48 @@ func TestNiceScale(t *testing.T) {
 		assert.Equal(t, tc.max, axisMax, "n=%d", tc.n)
 	}
 }
+
+// TestLabelRanksOnAKnownFile: binary rows of 12 candidates whose p_yes put the label at ranks
+// 1, 4, 6 and 12 (one tie in the label's favour), so top-3 is 1/4, top-5 2/4, top-10 3/4, and
+// top-16 is not given (no row has more than 12 options); the text report prints the table.
+func TestLabelRanksOnAKnownFile(t *testing.T) {
+	row := func(id string, labelRank int, tie bool) string {
+		var cands []string
+		for i := range 12 {
+			p := 0.9 - 0.05*float64(i) // candidate i is the (i+1)-th most probable
+			if tie && i == labelRank {
+				p = 0.9 - 0.05*float64(labelRank-1)
+			}
+			cands = append(cands, fmt.Sprintf(`{"id":"c%d","p_yes":%v}`, i, p))
+		}
+		return fmt.Sprintf(`{"id":%q,"prompt_version":"binary-candidates-v1","chosen":"c0","probability":0.9,"label":"c%d","candidates":[%s]}`,
+			id, labelRank-1, strings.Join(cands, ","))
+	}
+	lines := []string{row("r1", 1, false), row("r2", 4, true), row("r3", 6, false), row("r4", 12, false)}
+	path := filepath.Join(t.TempDir(), "binary.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	runs, err := report.Load(path, "")
+	require.NoError(t, err)
+	m := report.Compute(runs[0])
+	require.NotNil(t, m.Ranks)
+	assert.Equal(t, 4, m.Ranks.Rows)
+	assert.Equal(t, 12, m.Ranks.MaxOptions)
+	assert.Equal(t, map[int]float64{3: 0.25, 5: 0.5, 10: 0.75}, m.Ranks.TopK)
+	assert.InDelta(t, (1+4+6+12)/4.0, m.Ranks.MeanRank, 1e-12)
+
+	var out bytes.Buffer
+	require.NoError(t, report.Build(runs).WriteText(&out))
+	assert.Contains(t, out.String(), "binary                            4   25.0%   50.0%   75.0%       —       5.8\n")
+
+	// Three options only (the tiny file's raw run): ranks 1, 2, 3, 1, 2 and no top-K below 3;
+	// a report of such runs alone prints no rank table.
+	runs, err = report.Load(tinyFile(t), "")
+	require.NoError(t, err)
+	raw := report.Compute(runs[1])
+	require.NotNil(t, raw.Ranks)
+	assert.Empty(t, raw.Ranks.TopK)
+	assert.InDelta(t, 9/5.0, raw.Ranks.MeanRank, 1e-12)
+	out.Reset()
+	require.NoError(t, report.Build(runs).WriteText(&out))
+	assert.NotContains(t, out.String(), "label's rank")
+}
