@@ -36,6 +36,29 @@ func TestNativeLogGoesThroughSlog(t *testing.T) {
 	assert.Contains(t, out, "llama_model_loader", "the model loader's INFO lines arrive at slog's debug level")
 }
 
+// TestALoadIsQuietAtInfo: loading the default model (Qwen2.5, whose GGUF makes llama.cpp warn
+// about a "control-looking token" it corrects itself) logs nothing at slog's default level,
+// and that line still arrives at the debug level.
+func TestALoadIsQuietAtInfo(t *testing.T) {
+	path := testenv.DefaultModel(t)
+	for _, tc := range []struct {
+		level slog.Level
+		want  string
+	}{{slog.LevelInfo, ""}, {slog.LevelDebug, "level=DEBUG msg=\"load: control-looking token"}} {
+		var buf bytes.Buffer
+		llama.SetLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: tc.level})))
+		m, err := llama.LoadModel(path, llama.DefaultModelParams())
+		require.NoError(t, err)
+		require.NoError(t, m.Close())
+		if tc.want == "" {
+			assert.Empty(t, buf.String(), "at %v", tc.level)
+		} else {
+			assert.Contains(t, buf.String(), tc.want)
+		}
+	}
+	llama.SetLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+}
+
 func loadStories(t *testing.T) *llama.Model {
 	t.Helper()
 	path := testenv.SharedData(t, "models/stories260K.gguf")

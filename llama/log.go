@@ -29,8 +29,9 @@ var logger atomic.Pointer[slog.Logger]
 // SetLogger sends llama.cpp's and ggml's log lines to l (nil restores slog.Default()). Levels map
 // as: GGML_LOG_LEVEL_ERROR → slog.LevelError, WARN → LevelWarn, INFO → LevelDebug (llama.cpp
 // prints dozens of INFO lines per model load), DEBUG → LevelDebug-4; the one WARN llama.cpp
-// prints for a token type it corrects itself ("control-looking token") → LevelInfo. Each record carries the
-// attribute source=llama.cpp. Lines llama.cpp prints in fragments (GGML_LOG_LEVEL_CONT) are
+// prints for a token type it corrects itself ("control-looking token", at every load of
+// Qwen2.5's GGUFs) → LevelDebug, so a load is silent at slog's default level. Each record
+// carries the attribute source=llama.cpp. Lines llama.cpp prints in fragments (GGML_LOG_LEVEL_CONT) are
 // joined before they are logged.
 func SetLogger(l *slog.Logger) { logger.Store(l) }
 
@@ -108,8 +109,9 @@ func emitLog(level slog.Level, msg string) {
 	capture.Unlock()
 	if level == slog.LevelWarn && strings.Contains(msg, "control-looking token") {
 		// llama.cpp notes, at every load of some GGUFs (Qwen2.5's among them), a token whose
-		// type it corrects itself; nothing for a user to do, so it is information, not a warning.
-		level = slog.LevelInfo
+		// type it corrects itself; nothing for a user to do, so it is not worth a line at every
+		// start of a program that embeds gojev.
+		level = slog.LevelDebug
 	}
 	l := currentLogger()
 	ctx := context.Background()
