@@ -33,7 +33,7 @@ python3 scripts/bigbench-rows.py social_iqa "$bb/social_iqa.json" --rows 300 > "
 for n in fit t16 b77k7 b77k3 snips siqa; do
   [ -f "$OUT/$n-pride.jsonl.run.json" ] && grep -q '"finished": true' "$OUT/$n-pride.jsonl.run.json" && continue
   echo "transfer: deciding $n ..." >&2
-  "$JEV" decide -t "$THREADS" -q --debias pride --prior "$OUT/prior-$n.json" -i "$OUT/$n.jsonl" -o "$OUT/$n-pride.jsonl"
+  "$JEV" decide -t "$THREADS" -q --resume --debias pride --prior "$OUT/prior-$n.json" -i "$OUT/$n.jsonl" -o "$OUT/$n-pride.jsonl"
 done
 "$JEV" calibrate "$OUT/fit-pride.jsonl" -o "$OUT/profile.json" >/dev/null
 for n in t16 b77k7 b77k3 snips siqa; do
