@@ -11,36 +11,45 @@
 # Each file is decided with --debias pride and its own prior (estimated on its 5 % sample);
 # then, from the files alone: jev calibrate fits the profile on fit and scores it on each, and
 # scripts/prior-transfer.py scores each file's rows under every prior of its option count.
+# SETS="fit snips siqa" decides only those files (the figures then cover the files decided so
+# far); ROWS=150 takes the first 150 of each file's 300 rows (every file but fit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out/transfer}
 JEV=${JEV:-bin/jev}
 THREADS=${THREADS:-$(nproc)}
 data=${GOJEV_SHARED_DATA:-../shared/data}/banking77
+SETS=${SETS:-fit t16 b77k7 b77k3 snips siqa}
+ROWS=${ROWS:-300}
 mkdir -p "$OUT"
-python3 - "$data" "$OUT/t16.jsonl" <<'PY'
+python3 - "$data" "$OUT/t16.jsonl" "$ROWS" <<'PY'
 import json, sys
 d, out = sys.argv[1], sys.argv[2]
 seen = {json.dumps(json.loads(l)["state"]) for l in open(d + "/sample-200-8opt.jsonl")}
-rows = [l for l in open(d + "/test-16opt.jsonl") if json.dumps(json.loads(l)["state"]) not in seen][:300]
+rows = [l for l in open(d + "/test-16opt.jsonl") if json.dumps(json.loads(l)["state"]) not in seen][:int(sys.argv[3])]
 open(out, "w").writelines(rows)
 PY
 cp "$data/sample-200-8opt.jsonl" "$OUT/fit.jsonl"
-for k in 3 7; do sed -n 1001,1300p "$data/test-8opt.jsonl" | python3 scripts/cut-options.py $k > "$OUT/b77k$k.jsonl"; done
+for k in 3 7; do sed -n "1001,$((1000 + ROWS))p" "$data/test-8opt.jsonl" | python3 scripts/cut-options.py $k > "$OUT/b77k$k.jsonl"; done
 bb=$(./scripts/fetch-bigbench.sh)
-python3 scripts/bigbench-rows.py intent_recognition "$bb/intent_recognition.json" --rows 300 > "$OUT/snips.jsonl"
-python3 scripts/bigbench-rows.py social_iqa "$bb/social_iqa.json" --rows 300 > "$OUT/siqa.jsonl"
-for n in fit t16 b77k7 b77k3 snips siqa; do
+python3 scripts/bigbench-rows.py intent_recognition "$bb/intent_recognition.json" --rows "$ROWS" > "$OUT/snips.jsonl"
+python3 scripts/bigbench-rows.py social_iqa "$bb/social_iqa.json" --rows "$ROWS" > "$OUT/siqa.jsonl"
+for n in $SETS; do
   [ -f "$OUT/$n-pride.jsonl.run.json" ] && grep -q '"finished": true' "$OUT/$n-pride.jsonl.run.json" && continue
   echo "transfer: deciding $n ..." >&2
   "$JEV" decide -t "$THREADS" -q --resume --debias pride --prior "$OUT/prior-$n.json" -i "$OUT/$n.jsonl" -o "$OUT/$n-pride.jsonl"
 done
 "$JEV" calibrate "$OUT/fit-pride.jsonl" -o "$OUT/profile.json" >/dev/null
-for n in t16 b77k7 b77k3 snips siqa; do
+decided=()
+for n in fit t16 b77k7 b77k3 snips siqa; do [ -f "$OUT/$n-pride.jsonl" ] && decided+=("$n"); done
+for n in "${decided[@]}"; do
+  [ "$n" = fit ] && continue
   echo "== calibration fitted on the Banking77 sample, scored on $n"
   "$JEV" calibrate "$OUT/fit-pride.jsonl" --eval "$OUT/$n-pride.jsonl" | grep -A6 'held-out  '
   echo "== $n's own calibration (5-fold cross-validated)"
   "$JEV" calibrate "$OUT/$n-pride.jsonl" | grep -E 'scoring|temperature|fitted'
 done
-python3 scripts/prior-transfer.py "$OUT/fit-pride.jsonl=banking77-8" "$OUT/b77k7-pride.jsonl=banking77-7" "$OUT/b77k3-pride.jsonl=banking77-3" \
-  "$OUT/t16-pride.jsonl=banking77-16" "$OUT/snips-pride.jsonl=snips" "$OUT/siqa-pride.jsonl=siqa"
+declare -A label=([fit]=banking77-8 [t16]=banking77-16 [b77k7]=banking77-7 [b77k3]=banking77-3 [snips]=snips [siqa]=siqa)
+args=()
+for n in "${decided[@]}"; do args+=("$OUT/$n-pride.jsonl=${label[$n]}"); done
+python3 scripts/prior-transfer.py "${args[@]}"
