@@ -20,7 +20,8 @@
 #                   (out/ko), each run resumable (rerun to continue); about 5.5 hours on 2 cores
 #   make fuzz       every Go fuzz target for FUZZTIME each (default 2m; .ci/run: 15s)
 #   make transfer   whether a calibration profile and a PriDe prior fitted on Banking77 transfer
-#                   to other tasks (16 options, SNIPS, Social IQa from PyPI bigbench): ~3 hours
+#                   to other tasks (16 options, SNIPS, Social IQa from PyPI bigbench): ~3 hours;
+#                   SETS="fit snips siqa" ROWS=150 for a part (about 45 minutes)
 #   make plugin GPU=vulkan|cuda|metal
 #                   fetch the prebuilt GPU backend plugin (sha256-verified) into the cache and
 #                   print its path: jev --plugin PATH or GOJEV_PLUGINS=PATH loads it
