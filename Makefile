@@ -11,9 +11,10 @@
 #   make soak       10,000 decisions in one process: RSS growth after warm-up (a CI step)
 #   make calibration  the held-out calibration figures: raw, PriDe and cyclic decided on the
 #                   200-row Banking77 sample (fit) and on test-8opt.jsonl rows past it (CAL_HELD
-#                   800 for raw and PriDe, CAL_HELD_CYCLIC 200 for cyclic), into CAL_OUT (out/cal),
+#                   800 for raw and PriDe, CAL_HELD_CYCLIC 400 for cyclic), into CAL_OUT (out/cal),
 #                   each run resumable; then jev calibrate fits the profile and scores it held
-#                   out; about 4 hours on 2 cores
+#                   out; about 5 hours on 2 cores (cyclic 17 s a row); measurements/cal/ keeps
+#                   the runs so far (gunzip them into CAL_OUT to continue)
 #   make knockout   the 77-option table: KO_ROWS (300) Banking77 rows with every intent an option,
 #                   decided by the knockout, cut to 16 and to 8 options, and the first KO_SUB (100)
 #                   with PriDe, with the length grouping and by the binary contract, into KO_OUT
@@ -104,7 +105,7 @@ transfer: build model
 
 CAL_OUT ?= out/cal
 CAL_HELD ?= 800
-CAL_HELD_CYCLIC ?= 200
+CAL_HELD_CYCLIC ?= 400
 calibration: build model
 	@mkdir -p $(CAL_OUT)
 	tail -n +201 $(B77)/test-8opt.jsonl | head -n $(CAL_HELD) > $(CAL_OUT)/held-rows.jsonl
