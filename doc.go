@@ -14,7 +14,10 @@
 // depend on what else is decided at the same time: each prompt's logits are bit-identical to
 // deciding it alone (package backend explains how). A cancelled context returns at once; the
 // request's prompts are dropped from the round. Close aborts the decode in flight and fails
-// the requests still waiting with an error wrapping llama.ErrClosed.
+// the requests still waiting with an error wrapping llama.ErrClosed. Preparing a row (rendering,
+// the boundary check's tokenizations) runs in the calling goroutine; where the CPU decodes, it
+// waits while a decode runs (both want every core), and where every layer is on a GPU it
+// overlaps the decode.
 //
 // A typical use is an HTTP handler that embeds the judge:
 //

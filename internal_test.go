@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -101,4 +102,85 @@ func TestOpenChecksItsOptionsOnce(t *testing.T) {
 	require.NoError(t, err)
 	defer d.Close()
 	assert.Equal(t, 1, checks)
+}
+
+// deviceRuntime is byteRuntime on named devices (backend.InProcess.Devices), whose decodes
+// block on gate once blocking is set, signalling started first.
+type deviceRuntime struct {
+	byteRuntime
+	devices  []string
+	blocking chan struct{} // closed: decodes block
+	started  chan struct{}
+	gate     chan struct{}
+}
+
+func (r *deviceRuntime) Devices() ([]string, []string) { return r.devices, nil }
+func (r *deviceRuntime) NextToken(ctx context.Context, prompt, ids []int32) (backend.Readout, error) {
+	select {
+	case <-r.blocking:
+		select {
+		case r.started <- struct{}{}:
+		default:
+		}
+		<-r.gate
+	default:
+	}
+	return r.byteRuntime.NextToken(ctx, prompt, ids)
+}
+
+// TestPreparingOverlapsAGPUDecode: with every layer on a GPU (no CPU among the devices), a row
+// is prepared while another row's decode is in flight; where the CPU decodes, preparing waits
+// for the decode (d.cpu), as it did everywhere before (half an H200 run's wall time went to
+// preparing while serialised).
+func TestPreparingOverlapsAGPUDecode(t *testing.T) {
+	row := func(id string) contract.Row {
+		return contract.Row{ID: id, State: "s", Question: "q", Options: []contract.Option{{ID: "a", Description: "A"}, {ID: "b", Description: "B"}}}
+	}
+	for _, c := range []struct {
+		devices []string
+		overlap bool
+	}{{[]string{"NVIDIA H200"}, true}, {[]string{"NVIDIA H200", "CPU"}, false}, {[]string{"CPU"}, false}} {
+		t.Run(strings.Join(c.devices, "+"), func(t *testing.T) {
+			rt := &deviceRuntime{devices: c.devices, blocking: make(chan struct{}), started: make(chan struct{}, 1), gate: make(chan struct{})}
+			d, err := New(context.Background(), rt, Options{})
+			require.NoError(t, err)
+			defer d.Close()
+			var once sync.Once
+			open := func() { once.Do(func() { close(rt.gate) }) }
+			defer open() // before Close: a failed case leaves no decode blocked
+			assert.Equal(t, !c.overlap, d.serial)
+			close(rt.blocking)
+			first, err := d.Begin(context.Background(), row("1"))
+			require.NoError(t, err)
+			<-rt.started // row 1's decode is in flight, and blocked
+			begun := make(chan *Call, 1)
+			go func() {
+				second, err := d.Begin(context.Background(), row("2"))
+				assert.NoError(t, err)
+				begun <- second
+			}()
+			var second *Call
+			if c.overlap {
+				select {
+				case second = <-begun:
+				case <-time.After(10 * time.Second):
+					t.Fatal("row 2 was not prepared while row 1 decoded on the GPU")
+				}
+				open()
+			} else {
+				select {
+				case <-begun:
+					t.Fatal("row 2 was prepared while row 1 decoded on the CPU")
+				case <-time.After(200 * time.Millisecond):
+				}
+				open()
+				second = <-begun
+			}
+			for _, call := range []*Call{first, second} {
+				res, err := call.Wait(context.Background())
+				require.NoError(t, err)
+				assert.Equal(t, "a", res.Chosen, "equal letters: the first listed option")
+			}
+		})
+	}
 }

@@ -193,7 +193,7 @@ func (d *Decider) newJobOf(ctx context.Context, row contract.Row, detect bool) (
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("gojev: %w", err)
 	}
-	d.cpu.Lock()
+	d.lockCPU()
 	t0 := time.Now()
 	var ps []Prompt
 	var err error
@@ -206,7 +206,7 @@ func (d *Decider) newJobOf(ctx context.Context, row contract.Row, detect bool) (
 		ps, err = d.render(ctx, row)
 	}
 	d.stats.prepareNS.Add(int64(time.Since(t0)))
-	d.cpu.Unlock()
+	d.unlockCPU()
 	if err != nil {
 		return nil, err
 	}

@@ -270,11 +270,11 @@ func (s *scheduler) decodeOne(p *prompt) {
 	d, j := s.d, p.job
 	ctx, cancel := context.WithCancel(j.ctx)
 	stop := context.AfterFunc(d.base, cancel)
-	d.cpu.Lock()
+	d.lockCPU()
 	t0 := time.Now()
 	r, err := d.rt.NextToken(ctx, p.Tokens, p.ids)
 	d.stats.decodeNS.Add(int64(time.Since(t0)))
-	d.cpu.Unlock()
+	d.unlockCPU()
 	stop()
 	cancel()
 	d.stats.decodes.Add(1)
@@ -302,11 +302,11 @@ func (s *scheduler) decodePacked(pk backend.Packer, group []*prompt) {
 	for i, p := range group {
 		tokens[i], ids[i] = p.Tokens, p.ids
 	}
-	d.cpu.Lock()
+	d.lockCPU()
 	t0 := time.Now()
 	rs, err := pk.NextTokens(d.base, tokens, ids)
 	d.stats.decodeNS.Add(int64(time.Since(t0)))
-	d.cpu.Unlock()
+	d.unlockCPU()
 	if err != nil {
 		for _, p := range group {
 			if s.live(p) {

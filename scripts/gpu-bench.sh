@@ -111,8 +111,10 @@ run() {
     if [ -z "$plugin" ]; then
       command -v nvcc >/dev/null || { say "nvcc is not on PATH (or pass --plugin libggml-cuda.so)"; exit 1; }
       local build="$out/build-cuda"
+      # GGML_CUDA_FA=OFF: gojev's contexts never enable flash attention (llama.ContextParams),
+      # and its kernels are most of the build.
       cmake -S "$here/cuda-plugin" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_BACKEND_DL=ON \
-        -DGGML_CUDA=ON -DGGML_NATIVE=OFF -DCMAKE_CUDA_ARCHITECTURES="$arch" >"$out/cuda-configure.log" 2>&1 \
+        -DGGML_CUDA=ON -DGGML_CUDA_FA=OFF -DGGML_NATIVE=OFF -DCMAKE_CUDA_ARCHITECTURES="$arch" >"$out/cuda-configure.log" 2>&1 \
         || { tail -20 "$out/cuda-configure.log" >&2; say "cmake configure failed"; exit 1; }
       cmake --build "$build" --target ggml-cuda -j "$threads" >"$out/cuda-build.log" 2>&1 \
         || { tail -30 "$out/cuda-build.log" >&2; say "the CUDA plugin build failed"; exit 1; }
