@@ -32,7 +32,8 @@
 #
 # GOJEV_CUDA=1 / GOJEV_METAL=1 build a GPU backend into the static libraries (untested here);
 # GOJEV_CACHE moves the cache; LLAMA_CPP_DIR uses your own llama.cpp checkout; JEV_MODEL uses
-# your own model.
+# your own model; THREADS=N sets the decoding threads of demo, eval and the measurement targets
+# (default: every CPU).
 # Help: make help
 
 SHELL := /bin/bash

@@ -198,7 +198,7 @@ func (o Options) check() error {
 // calibrate.ErrMismatch, or are p.For's.
 func (o Options) CheckProfile(p *calibrate.Profile) error {
 	if p.PromptVersion != o.Contract.String() {
-		return fmt.Errorf("%w: it was fitted on %s decisions, these options decide %s", calibrate.ErrMismatch, p.PromptVersion, o.Contract)
+		return fmt.Errorf("%w: it was fitted on %s decisions, and this run decides under %s", calibrate.ErrMismatch, p.PromptVersion, o.Contract)
 	}
 	_, err := p.For(o.ProfileScoring(p))
 	return err

@@ -99,6 +99,9 @@ func runCalibrate(_ context.Context, args []string, stdout, stderr io.Writer) er
 		return cli.Usage(err)
 	}
 	rep.Profile = out
+	for _, f := range rep.NoRunFile {
+		fmt.Fprintf(stderr, "jev calibrate: warning: %s has no run file beside it (%s): the profile cannot record the model (jev decide will not check it) or the PriDe prior of that run; keep the .run.json that jev decide wrote beside its results\n", f, batch.RunFilePath(f))
+	}
 	for _, s := range prof.Skipped {
 		fmt.Fprintf(stderr, "jev calibrate: warning: scoring %s is left out of the profile\n", s)
 	}
@@ -144,8 +147,10 @@ func (c *calibrationFlags) register(fs *cli.FlagSet) {
 	cli.Float(fs, &c.confidence, "confidence", 0.9, "the `confidence` (1−δ) of --max-error's bound")
 }
 
-// load checks the flags and reads the profile (nil without --calibration).
-func (c *calibrationFlags) load(opts gojev.Options) (*calibrate.Profile, error) {
+// load checks the flags and reads the profile (nil without --calibration); a profile that
+// records no model (fitted from results files without their run files) is warned about on
+// stderr, since it cannot be checked against the model it serves.
+func (c *calibrationFlags) load(opts gojev.Options, stderr io.Writer, cmd string) (*calibrate.Profile, error) {
 	switch {
 	case c.abstainBelow < 0 || c.abstainBelow > 1:
 		return nil, cli.Usage(fmt.Errorf("--abstain-below %v: want a probability in [0, 1]", c.abstainBelow))
@@ -173,6 +178,9 @@ func (c *calibrationFlags) load(opts gojev.Options) (*calibrate.Profile, error) 
 	}
 	if err := opts.CheckProfile(p); err != nil {
 		return nil, cli.Usage(fmt.Errorf("%s %s: %w", flagName, c.profile, err))
+	}
+	if p.Model.SHA256 == "" {
+		fmt.Fprintf(stderr, "jev %s: warning: %s records no model (it was fitted from results files without their run files), so it is not checked against this run's model\n", cmd, c.profile)
 	}
 	return p, nil
 }
@@ -210,7 +218,7 @@ func applyProfile(files []string, out string, cf *calibrationFlags, stderr io.Wr
 	if meta != nil {
 		opts = meta.Options()
 	}
-	prof, err := cf.load(opts)
+	prof, err := cf.load(opts, stderr, "calibrate")
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,7 @@ func TestCalibrateThenDecideCalibrated(t *testing.T) {
 	assert.Contains(t, stdout, "scoring raw: 12 labelled fitting rows")
 	assert.Contains(t, stdout, "← chosen")
 	assert.Contains(t, stderr, "profile written to "+prof)
+	assert.NotContains(t, stderr, "no run file", "jev decide wrote the run file")
 	p, err := calibrate.Load(prof)
 	require.NoError(t, err)
 	require.Contains(t, p.Scorings, "raw")
@@ -162,4 +163,23 @@ func TestCalibrateThenDecideCalibrated(t *testing.T) {
 	code, _, stderr = jev(t, "", withModel(t, "decide", "-i", rows, "-q", "--calibration", other)...)
 	assert.Equal(t, 2, code, stderr)
 	assert.Contains(t, stderr, "fitted for another model")
+
+	// A results file copied without its run file: the profile records no model, and both the
+	// fit and every use say so (a new user unpacked a kept results file alone).
+	bare, bareProf := filepath.Join(dir, "bare.jsonl"), filepath.Join(dir, "bare-profile.json")
+	b, err = os.ReadFile(raw)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bare, b, 0o644))
+	code, _, stderr = jev(t, "", "calibrate", bare, "-o", bareProf, "--folds", "3")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, bare+" has no run file beside it")
+	bp, err := calibrate.Load(bareProf)
+	require.NoError(t, err)
+	assert.Empty(t, bp.Model.SHA256)
+	code, _, stderr = jev(t, "", "calibrate", "--apply", bareProf, raw, "-o", filepath.Join(dir, "bare-applied.jsonl"))
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "records no model")
+	code, _, stderr = jev(t, "", "calibrate", "--apply", prof, raw, "-o", filepath.Join(dir, "applied-again.jsonl"))
+	require.Equal(t, 0, code, stderr)
+	assert.NotContains(t, stderr, "records no model", "a profile with its model")
 }

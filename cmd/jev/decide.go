@@ -131,7 +131,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err := kf.apply(&opts); err != nil {
 		return err
 	}
-	prof, err := cf.load(opts)
+	prof, err := cf.load(opts, stderr, "decide")
 	if err != nil {
 		return err
 	}

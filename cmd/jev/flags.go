@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,7 +43,7 @@ type modelFlags struct {
 
 func (f *modelFlags) register(fs *cli.FlagSet) {
 	cli.String(fs, &f.model, "m,model", "", "`path` of the GGUF model (default $JEV_MODEL, else the model `make model` fetched)")
-	cli.Int(fs, &f.threads, "t,threads", runtime.NumCPU(), "n_threads: CPU `threads` for decoding (the default is this machine's CPU count)")
+	cli.Int(fs, &f.threads, "t,threads", runtime.NumCPU(), "n_threads: CPU `threads` for decoding (default: this machine's CPU count, here "+strconv.Itoa(runtime.NumCPU())+")")
 	cli.Int(fs, &f.nGPULayers, "ngl,n-gpu-layers", -1, "n_gpu_layers: `layers` to offload to the GPU device a --plugin brings (-1 all, 0 none: the CPU decides)")
 	cli.String(fs, &f.kwargs, "chat-template-kwargs", `{"enable_thinking": false}`, "chat_template_kwargs: a JSON `object` of template variables")
 	cli.String(fs, &f.templateFile, "chat-template-file", "", "Jinja chat template `file` to use instead of the model's tokenizer.chat_template")

@@ -18,10 +18,14 @@ Reads one or more jev decide results files (with their run files, RESULTS.jsonl.
 when present) and reports, side by side: accuracy over the labelled rows with its 95 % Wilson
 interval, macro-F1, per-label precision, recall and F1, the confusion matrix, the chosen
 letters against the gold letters (position bias at a glance), the expected calibration error
-with a reliability diagram, latency p50/p95 and decisions/s, and each run's model (name, file
-sha256), contract and flags. A file decided with --debias or --permute gives two runs: its
-debiased choices and its raw ones, from the same decodes. Each run after the first is paired
-with the first on the rows both decided (McNemar's exact test).
+and Brier score with a reliability diagram, latency p50/p95 and decisions/s, and each run's
+model (name, file sha256), contract and flags. Ranking the rows by probability, it gives the
+risk–coverage figures: AURC, accuracy at 80 % coverage, the coverage at ≤ 5 % and ≤ 10 % error,
+and for a run with abstentions (--abstain-below, --max-error) its coverage and the accuracy of
+the rows answered. A file decided with --debias or --permute gives two runs: its debiased
+choices and its raw ones, from the same decodes; one decided with --calibration (or written by
+jev calibrate --apply) gives its calibrated run and an "(uncalibrated)" one. Each run after the
+first is paired with the first on the rows both decided (McNemar's exact test).
 
 The table goes to stdout; --json writes the figures (- for stdout, instead of the table) and
 --html a self-contained page with the plots. NAME names a run (default: the file name).

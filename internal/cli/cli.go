@@ -108,7 +108,7 @@ func PrintFlags(w io.Writer, fs *FlagSet) {
 		if arg != "" {
 			line += " " + arg
 		}
-		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && !strings.Contains(usage, "(default") {
 			usage += fmt.Sprintf(" (default %s)", f.DefValue)
 		}
 		fmt.Fprintf(w, "%s\n      %s\n", line, usage)

@@ -27,7 +27,7 @@ func FitCalibration(files, evalFiles []string, folds, limit int, maxErrors []flo
 		return nil, nil, err
 	}
 	prof.Prior, prof.Sources = fit.Prior, fit.Sources
-	rep := &CalibrationReport{Model: fit.Model, PromptVersion: fit.PromptVersion, Folds: folds}
+	rep := &CalibrationReport{Model: fit.Model, PromptVersion: fit.PromptVersion, Folds: folds, NoRunFile: fit.NoRunFile}
 	var held *SampleSet
 	if len(evalFiles) > 0 {
 		if held, err = CollectSamples(evalFiles, 0); err != nil {
@@ -63,6 +63,7 @@ type SampleSet struct {
 	PromptVersion string
 	Prior         *debias.Prior
 	Sources       []calibrate.Source
+	NoRunFile     []string // files read without a run file beside them (no model, no prior)
 }
 
 // CollectSamples reads results files into labelled samples by scoring (a --debias file gives
@@ -81,6 +82,9 @@ func CollectSamples(files []string, limit int) (*SampleSet, error) {
 		meta, err := batch.RunFileOf(path)
 		if err != nil {
 			return nil, err
+		}
+		if meta == nil {
+			set.NoRunFile = append(set.NoRunFile, path)
 		}
 		if meta != nil && meta.Model != nil {
 			if set.Model.SHA256 != "" && meta.Model.SHA256 != "" && set.Model.SHA256 != meta.Model.SHA256 {
@@ -135,11 +139,14 @@ func CollectSamples(files []string, limit int) (*SampleSet, error) {
 
 // CalibrationReport is what jev calibrate prints (and --json writes).
 type CalibrationReport struct {
-	Profile       string          `json:"profile,omitempty"`
-	Model         debias.ModelID  `json:"model"`
-	PromptVersion string          `json:"prompt_version"`
-	Folds         int             `json:"folds"`
-	Scorings      []ScoringReport `json:"scorings"`
+	Profile       string         `json:"profile,omitempty"`
+	Model         debias.ModelID `json:"model"`
+	PromptVersion string         `json:"prompt_version"`
+	// NoRunFile lists the fitting files read without their run file: the profile then records
+	// no model and no PriDe prior from them.
+	NoRunFile []string        `json:"no_run_file,omitempty"`
+	Folds     int             `json:"folds"`
+	Scorings  []ScoringReport `json:"scorings"`
 }
 
 type ScoringReport struct {

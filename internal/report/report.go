@@ -115,7 +115,7 @@ type Run struct {
 }
 
 // ErrNotResults: a file is not jev decide output.
-var ErrNotResults = errors.New("report: not a jev decide results file")
+var ErrNotResults = errors.New("not a jev decide results file")
 
 // Load reads a results file and its run file (when present) into its runs: the file's own
 // choices and probabilities; then, when it was decided with a calibration profile, the same
