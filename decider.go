@@ -107,7 +107,7 @@ func newDecider(ctx context.Context, rt backend.Backend, opts Options) (*Decider
 // whose devices (backend.InProcess.Devices) include the CPU, or any runtime that does not say
 // (an HTTP server, often on the same machine).
 func decodesOnCPU(rt backend.Backend) bool {
-	if r, ok := rt.(interface{ Devices() ([]string, []string) }); ok {
+	if r, ok := rt.(backend.DeviceLister); ok {
 		devices, _ := r.Devices()
 		return slices.Contains(devices, "CPU")
 	}

@@ -54,6 +54,12 @@ type Modeler interface {
 	ModelInfo() ModelInfo
 }
 
+// DeviceLister is a runtime that names the devices that decide and the plugins loaded
+// (InProcess.Devices); a runtime without it (HTTP) does not say.
+type DeviceLister interface {
+	Devices() (devices, plugins []string)
+}
+
 // Packer is a runtime that can decode several prompts in one llama_decode (InProcess under
 // DecodePacked). The Decider hands it a round's prompts in the order of their tokens.
 type Packer interface {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/knockout"
@@ -428,7 +429,7 @@ func (j *Job) newRunFile(d *gojev.Decider, opts gojev.Options) (*RunFile, error)
 	meta.Input, meta.PromptVersion, meta.Debias, meta.Permute = j.Input, opts.Contract.String(), opts.Debias, opts.Permute
 	meta.Started, meta.Backend, meta.Decode, meta.Shard = time.Now().UTC(), c.Backend, c.Decode, j.Shard.Spec()
 	meta.AbstainBelow, meta.Detect, meta.Knockout = opts.AbstainBelow, runDetect(opts), runKnockout(opts.Knockout)
-	if rt, ok := d.Runtime().(interface{ Devices() ([]string, []string) }); ok && meta.Devices == nil {
+	if rt, ok := d.Runtime().(backend.DeviceLister); ok && meta.Devices == nil {
 		meta.Devices, meta.Plugins = rt.Devices() // backend.InProcess: the devices that decide
 	}
 	prof, pride := opts.Calibration, opts.Debias == debias.PriDe
