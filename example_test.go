@@ -203,3 +203,37 @@ func Example_calibrated() {
 	fmt.Println(res.Chosen, res.Calibration.Method, res.Probability > res.Calibration.UncalibratedProbability, res.Abstained)
 	// Output: billing temperature true true
 }
+
+// A row of more than 16 options (up to 256) goes through the same Decide: it is decided in
+// passes of at most 16 options, each an ordinary direct-options-v1 prompt (the knockout), and
+// the result keeps the final pass's seed fields, every pass, and one probability per option.
+// Here 20 options: two groups of 10, the best 8 of each survive into a final pass of 16.
+func Example_knockout() {
+	ctx := context.Background()
+	d, err := gojev.Open(ctx, modelFile, gojev.Options{NThreads: 2})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer d.Close()
+	row := ticket
+	row.Options = nil
+	for i := range 20 {
+		row.Options = append(row.Options, gojev.Option{ID: fmt.Sprintf("queue-%02d", i), Description: fmt.Sprintf("Support queue number %d.", i)})
+	}
+	row.Options[13] = gojev.Option{ID: "billing", Description: "Charges, refunds and invoices."}
+	res, err := d.Decide(ctx, row)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ko := res.Knockout
+	sum := 0.0
+	for _, p := range ko.Distribution {
+		sum += p.Probability
+	}
+	last := ko.Passes[len(ko.Passes)-1]
+	fmt.Println(len(ko.Passes), ko.Grouping, last.Final, len(last.Options), len(ko.Distribution), fmt.Sprintf("%.6f", sum))
+	fmt.Println(res.Chosen, res.PromptVersion) // the small test model's choice; Distribution's argmax
+	// Output:
+	// 3 shuffle true 16 20 1.000000
+	// queue-00 direct-options-v1
+}
