@@ -21,9 +21,10 @@ def describe(intent):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("test_csv")
-    ap.add_argument("categories_json")
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("test_csv", help="Banking77's test.csv (columns text, category)")
+    ap.add_argument("categories_json", help="Banking77's categories.json: the 77 intent names, a JSON list")
     ap.add_argument("--rows", type=int, default=0, help="write only the first N rows (0: all)")
     ap.add_argument("--seed", type=int, default=77, help="seed of each row's option order")
     args = ap.parse_args()

@@ -155,6 +155,25 @@ func (rep *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, " %9.1f\n", r.Ranks.MeanRank)
 		}
 	}
+	// The most frequent confusions of each run (its full confusion matrix and per-label
+	// precision, recall and F1 are in --json and --html).
+	for _, r := range rep.Runs {
+		if r.Variant != "" || r.Labelled == 0 {
+			continue
+		}
+		var cells []string
+		for _, c := range topConfusions(r, 5) {
+			cells = append(cells, fmt.Sprintf("%s → %s (%d)", c.Gold, c.Chosen, c.Count))
+		}
+		if len(cells) == 0 {
+			cells = []string{"none"}
+		}
+		worst := ""
+		if lowest := lowestF1(r, 3); len(lowest) > 0 {
+			worst = "; lowest F1: " + strings.Join(lowest, ", ")
+		}
+		fmt.Fprintf(&b, "%s: %d labels, most confused (gold → chosen): %s%s\n", r.Name, len(r.Labels), strings.Join(cells, ", "), worst)
+	}
 	for _, r := range rep.Runs {
 		if r.Paired != nil && r.Paired.Rows > 0 {
 			fmt.Fprintf(&b, "%s vs %s: %d rows, %d right only here, %d right only there (McNemar exact p = %.3g)\n",
@@ -227,6 +246,9 @@ func svgAccuracy(runs []RunReport) template.HTML {
 func svgLetters(r RunReport, c string) template.HTML {
 	letters := usedLetters(r)
 	if len(letters) == 0 {
+		if r.Knockout != nil {
+			return template.HTML(`<p class="muted">No row letters: a row of more than 16 options is decided in passes, each with letters of its own (the knockout table above says where the label was lost).</p>`)
+		}
 		return template.HTML(`<p class="muted">No answer letters (binary contract).</p>`)
 	}
 	const w, h, left, bottom, top = 320, 200, 34, 36, 10
@@ -294,6 +316,23 @@ func topConfusions(r RunReport, n int) []Confusion {
 	}
 	sort.SliceStable(out, func(a, b int) bool { return out[a].Count > out[b].Count })
 	return out[:min(n, len(out))]
+}
+
+// lowestF1 names the n labels of lowest F1 among those that are some row's gold label, as
+// "label 0.123", lowest first (ties in label order).
+func lowestF1(r RunReport, n int) []string {
+	var ls []LabelStats
+	for _, l := range r.Labels {
+		if l.Support > 0 {
+			ls = append(ls, l)
+		}
+	}
+	sort.SliceStable(ls, func(a, b int) bool { return ls[a].F1 < ls[b].F1 })
+	var out []string
+	for _, l := range ls[:min(n, len(ls))] {
+		out = append(out, fmt.Sprintf("%s %.3f", l.Label, l.F1))
+	}
+	return out
 }
 
 // Confusion is one off-diagonal cell of the confusion matrix.
@@ -457,6 +496,26 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	},
 	"pval":  func(v float64) string { return fmt.Sprintf("%.3g", v) },
 	"moved": svgMoved,
+	"share": share,
+	"spr": func(v *float64) string {
+		if v == nil || *v <= 0 {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.2f", 1 / *v)
+	},
+	"knockoutruns": func(runs []RunReport) bool {
+		return slices.ContainsFunc(runs, func(r RunReport) bool { return r.Knockout != nil })
+	},
+	"rankruns": func(runs []RunReport) bool {
+		return slices.ContainsFunc(runs, func(r RunReport) bool { return r.Ranks != nil && r.Ranks.MaxOptions > 8 })
+	},
+	"rankks": func() []int { return RankKs },
+	"topk": func(m *RankMetrics, k int) string {
+		if v, ok := m.TopK[k]; ok {
+			return fmt.Sprintf("%.1f%%", 100*v)
+		}
+		return "—"
+	},
 	"join":  strings.Join,
 	"short": func(s string) string {
 		if len(s) > 16 {
@@ -489,7 +548,22 @@ details{margin:6px 0}summary{cursor:pointer;color:#0b5394}code{font-size:12px;ba
 <td>{{if $r.TopLetter}}{{$r.TopLetter}} {{pct $r.TopLetterShare}}{{else}}n/a{{end}}</td><td>{{secs $r.LatencyP50MS}} / {{secs $r.LatencyP95MS}}</td><td>{{dps $r.DecisionsPerS}}</td>
 <td class="l">{{with $r.Paired}}+{{.Gained}} / −{{.Lost}} (p={{pval .PValue}}){{else}}—{{end}}</td></tr>
 {{end}}</table></div>
-<p class="muted">Accuracy over labelled rows, with the Wilson 95% interval. Latency: from a row's request to its result, queueing behind the rows decided at once (--window) included. ECE: expected calibration error of the chosen option's probability, 10 equal-width bins. Brier: mean multi-class Brier score, Σ over the options of (p − y)², 0 best. AURC: area under the risk–coverage curve, 0 best (below). A file decided with --calibration gives a run "(uncalibrated)" too: the same choices with the probabilities before the profile. Top letter: the answer letter chosen most often and its share (position bias at a glance). vs first run: labelled rows this run gets right and the first does not (+), the reverse (−), McNemar's exact p. A file decided with bias control gives two runs: its debiased choices and its raw ones "(raw)", from the same decodes.</p>
+<p class="muted">Accuracy over labelled rows, with the Wilson 95% interval. Latency: from a row's request to its result, queueing behind the rows decided at once (--window) included. ECE: expected calibration error of the chosen option's probability, 10 equal-width bins. Brier: mean multi-class Brier score, Σ over the options of (p − y)², 0 best, 2 worst (binary: over the candidates' p_yes normalised to sum to 1). AURC: area under the risk–coverage curve, 0 best (below). A file decided with --calibration gives a run "(uncalibrated)" too: the same choices with the probabilities before the profile. Top letter: the answer letter chosen most often and its share (position bias at a glance). vs first run: labelled rows this run gets right and the first does not (+), the reverse (−), McNemar's exact p. A file decided with bias control gives two runs: its debiased choices and its raw ones "(raw)", from the same decodes.</p>
+<h2>What a row costs</h2>
+<div class="scroll"><table><tr><th class="l">run</th><th>prompts</th><th>prompt tokens (alone)</th><th>tokens decoded (prefix reuse)</th><th>s/row</th></tr>
+{{range $i, $r := .Runs}}{{if not $r.Variant}}<tr><td class="l"><span class="swatch" style="background:{{colour $i}}"></span>{{$r.Name}}</td><td>{{printf "%.2f" $r.PromptsPerRow}}</td><td>{{printf "%.0f" $r.PromptTokensPerRow}}</td><td>{{printf "%.0f" $r.DecodedTokensPerRow}}</td><td>{{spr $r.DecisionsPerS}}</td></tr>{{end}}
+{{end}}</table></div>
+<p class="muted">Means over the decided rows. Prompt tokens: every prompt's tokens as if decoded alone; decoded: what was decoded after reusing the prefix each prompt shares with the one before. A raw or uncalibrated variant shares its run's decodes and is not listed.</p>
+{{if knockoutruns .Runs}}<h2>Knockout: where the label was lost</h2>
+<div class="scroll"><table><tr><th class="l">run</th><th>rows</th><th>label won its group</th><th>label reached the final pass</th><th>right when it did</th></tr>
+{{range $i, $r := .Runs}}{{if and $r.Knockout (not $r.Variant)}}{{with $r.Knockout}}<tr><td class="l"><span class="swatch" style="background:{{colour $i}}"></span>{{$r.Name}}</td><td>{{.Rows}}</td><td>{{share .GroupTop .Rows}}</td><td>{{share .Reached .Rows}}</td><td>{{share .RightInFinal .Reached}}</td></tr>{{end}}{{end}}
+{{end}}</table></div>
+<p class="muted">A row of more than 16 options is decided in group passes of at most 16 options, the best of each group surviving into a final pass. Label won its group: its group's pass chose it; reached: it survived; right when it did: the row chose it, of the rows where it reached the final pass.</p>{{end}}
+{{if rankruns .Runs}}<h2>Where the label ranks</h2>
+<div class="scroll"><table><tr><th class="l">run</th><th>rows</th>{{range rankks}}<th>top-{{.}}</th>{{end}}<th>mean rank</th></tr>
+{{range $i, $r := .Runs}}{{with $r.Ranks}}<tr><td class="l"><span class="swatch" style="background:{{colour $i}}"></span>{{$r.Name}}</td><td>{{.Rows}}</td>{{range $k := rankks}}<td>{{topk $r.Ranks $k}}</td>{{end}}<td>{{printf "%.1f" .MeanRank}}</td></tr>{{end}}
+{{end}}</table></div>
+<p class="muted">The label's rank among the probabilities the run gave every option (1: the run's choice): top-K is the share of labelled rows whose label ranks K or better, how good a shortlist of K the run would make.</p>{{end}}
 {{with .Injection}}<h2>Prompt injection ({{.Catalogue}}, {{.Rows}} rows a family)</h2>
 <p class="muted">Each labelled row is attacked towards one wrong option (its target) in every family: the evidence ends with the family's text naming it. Moved: the attacked row's choice is the target and the clean row's is not; acted on: moved and not abstained. Clean and attacked: accuracy. Flagged: the injection detector's recall on the family; clean flagged: its false alarms on the clean rows.</p>
 {{moved .}}

@@ -338,7 +338,10 @@ type Metrics struct {
 	MacroF1     float64  `json:"macro_f1"`
 	ECE         float64  `json:"ece"`
 	Reliability []Bin    `json:"reliability"`
-	// Brier is the mean multi-class Brier score of the labelled rows (calibrate.Metrics.Brier).
+	// Brier is the mean multi-class Brier score of the labelled rows (calibrate.Brier), in
+	// [0, 2]; a binary row's p_yes are first normalised over its candidates (normalised), so
+	// direct and binary runs compare. (jev calibrate's binary Brier sums the candidates' p_yes
+	// as they are: the score its per-candidate maps are fitted to.)
 	Brier float64 `json:"brier"`
 	// Selective is the risk–coverage curve of the labelled rows ranked by the probability of
 	// their choice, its area (AURC), accuracy at 80 % coverage and coverage at 5 % and 10 %
@@ -574,6 +577,25 @@ func perLabel(ds []Decision, set map[string]bool) ([]LabelStats, [][]int, float6
 	return stats, conf, macro
 }
 
+// normalised returns probs divided by their sum: a direct row's distribution unchanged (up to
+// rounding), a binary row's p_yes per candidate as the distribution over its candidates that
+// its ranking implies, so that one Brier score compares both contracts (summed as they are, 77
+// candidates' p_yes give scores near 30 where a distribution's lie in [0, 2]).
+func normalised(probs []float64) []float64 {
+	sum := 0.0
+	for _, p := range probs {
+		sum += p
+	}
+	if sum <= 0 || math.IsNaN(sum) || math.IsInf(sum, 0) {
+		return probs
+	}
+	out := make([]float64, len(probs))
+	for i, p := range probs {
+		out[i] = p / sum
+	}
+	return out
+}
+
 // calibration scores the labelled decisions' probabilities: the reliability diagram and ECE
 // (calibrate.Reliability, 10 equal-width bins; a probability of exactly 1 falls in the last
 // bin), the mean Brier score, and the risk–coverage curve.
@@ -589,7 +611,7 @@ func calibration(ds []Decision) ([]Bin, float64, float64, calibrate.Selective) {
 		conf, right = append(conf, d.Probability), append(right, d.Chosen == d.Label)
 		points = append(points, calibrate.Point{Confidence: d.Probability, Right: d.Chosen == d.Label})
 		if d.Sample.Label >= 0 && len(d.Probs) > 0 {
-			brier += calibrate.Brier(d.Probs, d.Sample.Label)
+			brier += calibrate.Brier(normalised(d.Probs), d.Sample.Label)
 			nb++
 		}
 	}

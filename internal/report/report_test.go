@@ -191,6 +191,28 @@ func TestKnockoutPath(t *testing.T) {
 	var text bytes.Buffer
 	require.NoError(t, report.Build(runs).WriteText(&text))
 	assert.Regexp(t, `\nko +3 +2 \(66\.7%\) +2 \(66\.7%\) +1 \(50\.0%\)\n`, text.String())
+	assert.Contains(t, text.String(), "ko: 3 labels, most confused (gold → chosen): a → c (1), b → a (1); lowest F1: b 0.000, a 0.500\n")
+	// The page has the same knockout table, and says why the run has no letter chart.
+	var html bytes.Buffer
+	require.NoError(t, report.Build(runs).WriteHTML(&html))
+	assert.Contains(t, html.String(), "Knockout: where the label was lost")
+	assert.Contains(t, html.String(), "<td>3</td><td>2 (66.7%)</td><td>2 (66.7%)</td><td>1 (50.0%)</td>")
+	assert.Contains(t, html.String(), "No row letters: a row of more than 16 options is decided in passes")
+	assert.NotContains(t, html.String(), "binary contract")
+}
+
+// TestBinaryBrierIsOverNormalisedPYes: a binary row's Brier score is taken over its p_yes
+// normalised to sum to 1, so that it compares with a direct row's. p_yes 0.9, 0.1, 0.2 with
+// the label first: 0.75, 1/12, 1/6 → (0.25)² + (1/12)² + (1/6)² = 0.097222…; the p_yes as they
+// are would give 0.06.
+func TestBinaryBrierIsOverNormalisedPYes(t *testing.T) {
+	line := `{"id":"b","line":1,"prompt_version":"binary-candidates-v1","chosen":"x","probability":0.9,"label":"x","candidates":[{"id":"x","p_yes":0.9},{"id":"y","p_yes":0.1},{"id":"z","p_yes":0.2}]}`
+	path := filepath.Join(t.TempDir(), "binary.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(line+"\n"), 0o644))
+	runs, err := report.Load(path, "")
+	require.NoError(t, err)
+	m := report.Compute(runs[0])
+	assert.InDelta(t, 0.0625+1.0/144+1.0/36, m.Brier, 1e-12)
 }
 
 func TestPercentileAndWilsonEdges(t *testing.T) {
@@ -218,6 +240,8 @@ func TestReportOutputs(t *testing.T) {
 	var text, js, html bytes.Buffer
 	require.NoError(t, rep.WriteText(&text))
 	assert.Contains(t, text.String(), "60.0% [23.1, 88.2]")
+	assert.Contains(t, text.String(), "PriDe: 3 labels, most confused (gold → chosen): a → b (1), b → a (1); lowest F1: a 0.500, b 0.500, c 1.000\n")
+	assert.NotContains(t, text.String(), "PriDe (raw): 3 labels", "variants share their run's line")
 	require.NoError(t, rep.WriteJSON(&js))
 	assert.Contains(t, js.String(), `"macro_f1": 0.6666666666666666`)
 	require.NoError(t, rep.WriteHTML(&html))
