@@ -516,7 +516,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 		}
 		return "—"
 	},
-	"join":  strings.Join,
+	"join": strings.Join,
 	"short": func(s string) string {
 		if len(s) > 16 {
 			return s[:16] + "…"
