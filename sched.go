@@ -47,6 +47,10 @@ type scheduler struct {
 	pending []*prompt
 	// oldest is the lowest seq among the jobs submitted since the round in progress began.
 	oldest uint64
+	// cached is the tokens of the prompt decoded last by a one-prompt-at-a-time runtime, which
+	// it keeps in its KV cache (backend.InProcess; a server's prompt cache): the next round
+	// starts where it can continue them (order). Nil after a packed decode or an error.
+	cached []int32
 }
 
 // loop is the scheduler goroutine: it gathers queued jobs, decides them round by round, and
@@ -162,12 +166,13 @@ func (s *scheduler) run(round []*prompt) {
 	d := s.d
 	d.stats.rounds.Add(1)
 	s.oldest = math.MaxUint64
-	order(round)
 	pk, packed := d.rt.(backend.Packer)
 	step := 1
 	if packed && pk.PackSeqs() > 1 {
 		step = pk.PackSeqs()
+		s.cached = nil
 	}
+	order(round, s.cached)
 	for i := 0; i < len(round); {
 		if i > 0 && s.outranked(round[i].job.seq) {
 			s.pending = append(round[i:len(round):len(round)], s.pending...)
@@ -193,17 +198,22 @@ func (s *scheduler) run(round []*prompt) {
 // of their tokens (each subtree's prompts together, so every trie node is decoded once, as in
 // lexicographic order), and at each branch the subtree that holds the oldest request (lowest
 // seq) first, so that rows finish in the order they were asked instead of all at the end of
-// the round. A prompt that is a prefix of others comes before them.
-func order(round []*prompt) {
+// the round. A prompt that is a prefix of others comes before them. Between subtrees whose
+// oldest requests are the same, the one that continues cached (the tokens of the prompt
+// decoded last, which the runtime still holds; nil for none) goes first: a row with prompts of
+// two kinds (its decision and the injection detector's, say) then switches kind once a round
+// instead of twice, and the first prompt of the round reuses the cache.
+func order(round []*prompt, cached []int32) {
 	slices.SortStableFunc(round, func(a, b *prompt) int { return slices.Compare(a.Tokens, b.Tokens) })
-	orderFrom(round, 0)
+	orderFrom(round, 0, cached)
 }
 
 // bySeq orders prompts by their request's seq, oldest first.
 func bySeq(a, b *prompt) int { return cmp.Compare(a.job.seq, b.job.seq) }
 
-// orderFrom orders ps, sorted by tokens and sharing their first depth tokens, in place.
-func orderFrom(ps []*prompt, depth int) {
+// orderFrom orders ps, sorted by tokens and sharing their first depth tokens, in place; cached
+// is nil or shares those depth tokens.
+func orderFrom(ps []*prompt, depth int, cached []int32) {
 	if len(ps) < 2 {
 		return
 	}
@@ -211,9 +221,13 @@ func orderFrom(ps []*prompt, depth int) {
 	for depth < min(len(first), len(last)) && first[depth] == last[depth] {
 		depth++ // sorted: what the first and last share, every prompt between shares
 	}
+	if len(cached) <= depth || !slices.Equal(cached[:depth], first[:depth]) {
+		cached = nil // no branch below continues it
+	}
 	type branch struct {
-		ps  []*prompt
-		seq uint64 // the oldest request in it
+		ps   []*prompt
+		seq  uint64 // the oldest request in it
+		warm bool   // it continues cached
 	}
 	var ends []*prompt // the prompts that end at depth (identical), sorted first
 	var bs []branch
@@ -231,15 +245,30 @@ func orderFrom(ps []*prompt, depth int) {
 		for k < len(ps) && ps[k].Tokens[depth] == ps[i].Tokens[depth] {
 			k++
 		}
-		b := branch{ps: ps[i:k], seq: math.MaxUint64}
+		b := branch{ps: ps[i:k], seq: math.MaxUint64, warm: cached != nil && cached[depth] == ps[i].Tokens[depth]}
 		for _, p := range b.ps {
 			b.seq = min(b.seq, p.job.seq)
 		}
-		orderFrom(b.ps, depth+1)
+		var below []int32
+		if b.warm {
+			below = cached
+		}
+		orderFrom(b.ps, depth+1, below)
 		bs = append(bs, b)
 		i = k
 	}
-	slices.SortStableFunc(bs, func(a, b branch) int { return cmp.Compare(a.seq, b.seq) })
+	slices.SortStableFunc(bs, func(a, b branch) int {
+		if c := cmp.Compare(a.seq, b.seq); c != 0 {
+			return c
+		}
+		switch {
+		case a.warm == b.warm:
+			return 0
+		case a.warm:
+			return -1
+		}
+		return 1
+	})
 	out := append(make([]*prompt, 0, len(ps)), ends...)
 	for _, b := range bs {
 		out = append(out, b.ps...)
@@ -278,7 +307,9 @@ func (s *scheduler) decodeOne(p *prompt) {
 	stop()
 	cancel()
 	d.stats.decodes.Add(1)
+	s.cached = p.Tokens
 	if err != nil {
+		s.cached = nil
 		if cerr := j.ctx.Err(); cerr != nil {
 			err = cerr
 		}

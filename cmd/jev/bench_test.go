@@ -23,10 +23,10 @@ func TestBenchScoringsSweep(t *testing.T) {
 	code, _, stderr := jev(t, "", withModel(t, "decide", "--permute", "2", "-i", rows, "-o", filepath.Join(dir, "decide-permute-2.jsonl"))...)
 	require.Equal(t, 0, code, stderr)
 	res := filepath.Join(dir, "sweep")
-	code, stdout, stderr := jev(t, "", withModel(t, "bench", "-i", rows, "--scorings", "raw,permute-2", "--block", "4",
+	code, stdout, stderr := jev(t, "", withModel(t, "bench", "-i", rows, "--scorings", "raw,permute-2,detect", "--block", "4",
 		"--results", res, "-o", filepath.Join(dir, "sweep.json"))...)
 	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, stdout, "6 rows under 2 scorings, blocks of 4 rows interleaved")
+	assert.Contains(t, stdout, "6 rows under 3 scorings, blocks of 4 rows interleaved")
 	assert.Contains(t, stdout, "against raw, in this one run")
 
 	want := readResults(t, filepath.Join(dir, "decide-permute-2.jsonl"))
@@ -57,7 +57,7 @@ func TestBenchScoringsSweep(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "sweep.json"))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &sw))
-	require.Len(t, sw.Paths, 2)
+	require.Len(t, sw.Paths, 3)
 	assert.Equal(t, 4, sw.Block)
 	p := sw.Paths[1]
 	assert.Equal(t, "permute-2", p.Scoring)
@@ -71,6 +71,23 @@ func TestBenchScoringsSweep(t *testing.T) {
 	// Two shifts decode their shared prefix once: more than one decode's tokens, fewer than two.
 	assert.Greater(t, p.DecodedVsBase, 1.2)
 	assert.Less(t, p.DecodedVsBase, 2.0)
+
+	// +detect: the same decision prompts as raw, and the injection detector's question beside
+	// each (flagged rows abstain); its run file says so.
+	det := readResults(t, filepath.Join(res, "detect.jsonl"))
+	require.Len(t, det, 6)
+	for i := range det {
+		assert.Equal(t, raw[i].Options, det[i].Options, "row %d", i)
+		require.NotNil(t, det[i].Suspect, "row %d", i)
+		assert.Equal(t, det[i].Suspect.Flagged, det[i].Abstained, "row %d: a flagged row abstains", i)
+	}
+	dmeta, ok := loadRunMeta(filepath.Join(res, "detect.jsonl.run.json"))
+	require.True(t, ok)
+	require.NotNil(t, dmeta.Detect)
+	assert.True(t, dmeta.Detect.Abstain)
+	assert.Equal(t, "detect", sw.Paths[2].Scoring)
+	assert.Equal(t, 2.0, sw.Paths[2].PromptsPerRow)
+	assert.Greater(t, sw.Paths[2].DecodedVsBase, 1.0)
 
 	code, _, stderr = jev(t, "", withModel(t, "bench", "-i", rows, "--scorings", "raw,pride")...)
 	assert.Equal(t, 2, code)

@@ -89,6 +89,8 @@ func TestParseScorings(t *testing.T) {
 	}{
 		{"raw, permute-2 ,cyclic", "", []string{"raw", "permute-2", "cyclic"}, ""},
 		{"raw,pride+permute-4", "p.json", []string{"raw", "pride+permute-4"}, ""},
+		{"raw,detect,pride+detect", "p.json", []string{"raw", "detect", "pride+detect"}, ""},
+		{"raw,detect+pride", "p.json", nil, `unknown scoring "detect+pride"`},
 		{"raw,pride", "", nil, "--scorings with pride needs --prior FILE"},
 		{"raw,cyclic", "p.json", nil, "--prior FILE serves the pride scorings"},
 		{"raw,permute-x", "", nil, `--scorings: unknown scoring "permute-x"`},
@@ -102,6 +104,23 @@ func TestParseScorings(t *testing.T) {
 		}
 		require.NoError(t, err, c.list)
 		assert.Equal(t, c.want, got)
+	}
+}
+
+func TestCutDetect(t *testing.T) {
+	for _, c := range []struct {
+		name, want string
+		detect     bool
+	}{
+		{"detect", "raw", true},
+		{"pride+detect", "pride", true},
+		{"pride+permute-2+detect", "pride+permute-2", true},
+		{"pride", "pride", false},
+		{"detector", "detector", false},
+	} {
+		got, detect := CutDetect(c.name)
+		assert.Equal(t, c.want, got, c.name)
+		assert.Equal(t, c.detect, detect, c.name)
 	}
 }
 

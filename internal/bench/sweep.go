@@ -43,7 +43,8 @@ type ScoringPath struct {
 	// counted); TokensDecoded what the runtime decoded after the prefixes prompts shared.
 	PromptTokens  int64 `json:"prompt_tokens"`
 	TokensDecoded int64 `json:"tokens_decoded"`
-	// PromptsPerRow is the mean number of prompts (cyclic shifts) a row was decided under.
+	// PromptsPerRow is the mean number of prompts a row was decided under (its cyclic shifts,
+	// and the injection detector's).
 	PromptsPerRow float64 `json:"prompts_per_row"`
 	// WallVsBase and DecodedVsBase are WallS and TokensDecoded over the first scoring's.
 	WallVsBase    float64 `json:"wall_vs_base"`
@@ -104,6 +105,9 @@ func RunSweep(ctx context.Context, scorings []Scoring, rows []contract.Row, bloc
 					prompts[i]++
 					if o.Result.Debias != nil {
 						prompts[i] += len(o.Result.Debias.Permutations)
+					}
+					if o.Result.Suspect != nil {
+						prompts[i]++ // the injection detector's
 					}
 					if o.Result.Correct != nil {
 						p.Labelled++
@@ -174,14 +178,16 @@ func RunScorings(ctx context.Context, cfg SweepConfig) (*Sweep, error) {
 	type setting struct {
 		method  debias.Method
 		permute int
+		detect  bool
 	}
 	settings := make([]setting, len(cfg.Scorings))
 	for i, n := range cfg.Scorings {
-		m, p, err := ParseScoring(n)
+		base, detect := CutDetect(n)
+		m, p, err := ParseScoring(base)
 		if err != nil {
 			return nil, err
 		}
-		settings[i] = setting{m, p}
+		settings[i] = setting{m, p, detect}
 	}
 	var id debias.ModelID
 	var prior *debias.Prior
@@ -194,7 +200,8 @@ func RunScorings(ctx context.Context, cfg SweepConfig) (*Sweep, error) {
 		}
 	}()
 	for i, n := range cfg.Scorings {
-		d, err := cfg.Open(gojev.Options{Debias: settings[i].method, Permute: settings[i].permute, Prior: prior})
+		d, err := cfg.Open(gojev.Options{Debias: settings[i].method, Permute: settings[i].permute, Prior: prior,
+			Detect: settings[i].detect, AbstainOnSuspect: settings[i].detect})
 		if err != nil {
 			return nil, err
 		}
@@ -245,6 +252,9 @@ func RunScorings(ctx context.Context, cfg SweepConfig) (*Sweep, error) {
 		if settings[i].method == debias.PriDe {
 			meta.Prior = prior
 		}
+		if settings[i].detect {
+			meta.Detect = &batch.RunDetect{PromptVersion: contract.DetectPromptVersion, Abstain: true}
+		}
 		if err := rec.Finish(i, p, meta); err != nil {
 			return nil, err
 		}
@@ -269,7 +279,8 @@ func ParseScorings(list, priorFile string) ([]string, error) {
 	needPrior := false
 	for i, n := range names {
 		names[i] = strings.TrimSpace(n)
-		m, _, err := ParseScoring(names[i])
+		base, _ := CutDetect(names[i])
+		m, _, err := ParseScoring(base)
 		if err != nil {
 			return nil, fmt.Errorf("--scorings: %w", err)
 		}
@@ -282,6 +293,16 @@ func ParseScorings(list, priorFile string) ([]string, error) {
 		return nil, errors.New("--prior FILE serves the pride scorings: add one to --scorings, or drop --prior")
 	}
 	return names, nil
+}
+
+// CutDetect splits "+detect" (the injection detector, flagged rows abstaining: Options.Detect
+// and AbstainOnSuspect, jev redteam's detect) off a --scorings name: "pride+detect" gives
+// "pride", true; "detect" alone is "raw", true.
+func CutDetect(name string) (scoring string, detect bool) {
+	if name == "detect" {
+		return "raw", true
+	}
+	return strings.CutSuffix(name, "+detect")
 }
 
 // ParseScoring turns a scoring name (calibrate's names: raw, pride, cyclic, permute-N,
