@@ -428,7 +428,7 @@ func (j *Job) newRunFile(d *gojev.Decider, opts gojev.Options) (*RunFile, error)
 	c := d.Check()
 	meta.Input, meta.PromptVersion, meta.Debias, meta.Permute = j.Input, opts.Contract.String(), opts.Debias, opts.Permute
 	meta.Started, meta.Backend, meta.Decode, meta.Shard = time.Now().UTC(), c.Backend, c.Decode, j.Shard.Spec()
-	meta.AbstainBelow, meta.Detect, meta.Knockout = opts.AbstainBelow, runDetect(opts), runKnockout(opts.Knockout)
+	meta.AbstainBelow, meta.Detect, meta.Knockout = opts.AbstainBelow, RunDetectOf(opts), runKnockout(opts.Knockout)
 	if rt, ok := d.Runtime().(backend.DeviceLister); ok && meta.Devices == nil {
 		meta.Devices, meta.Plugins = rt.Devices() // backend.InProcess: the devices that decide
 	}
@@ -458,8 +458,8 @@ func (j *Job) newRunFile(d *gojev.Decider, opts gojev.Options) (*RunFile, error)
 
 func (j *Job) profileName() string { return cmp.Or(j.CalibrationFile, "the calibration profile") }
 
-// runDetect is what a run file records of the injection detector (nil without it).
-func runDetect(opts gojev.Options) *RunDetect {
+// RunDetectOf is what a run file records of the injection detector under opts (nil without it).
+func RunDetectOf(opts gojev.Options) *RunDetect {
 	if !opts.Detect {
 		return nil
 	}

@@ -189,6 +189,9 @@ func RunScorings(ctx context.Context, cfg SweepConfig) (*Sweep, error) {
 		}
 		settings[i] = setting{m, p, detect}
 	}
+	optsOf := func(s setting) gojev.Options {
+		return gojev.Options{Debias: s.method, Permute: s.permute, Detect: s.detect, AbstainOnSuspect: s.detect}
+	}
 	var id debias.ModelID
 	var prior *debias.Prior
 	deciders := make([]Scoring, len(cfg.Scorings))
@@ -200,8 +203,9 @@ func RunScorings(ctx context.Context, cfg SweepConfig) (*Sweep, error) {
 		}
 	}()
 	for i, n := range cfg.Scorings {
-		d, err := cfg.Open(gojev.Options{Debias: settings[i].method, Permute: settings[i].permute, Prior: prior,
-			Detect: settings[i].detect, AbstainOnSuspect: settings[i].detect})
+		opts := optsOf(settings[i])
+		opts.Prior = prior
+		d, err := cfg.Open(opts)
 		if err != nil {
 			return nil, err
 		}
@@ -252,9 +256,7 @@ func RunScorings(ctx context.Context, cfg SweepConfig) (*Sweep, error) {
 		if settings[i].method == debias.PriDe {
 			meta.Prior = prior
 		}
-		if settings[i].detect {
-			meta.Detect = &batch.RunDetect{PromptVersion: contract.DetectPromptVersion, Abstain: true}
-		}
+		meta.Detect = batch.RunDetectOf(optsOf(settings[i]))
 		if err := rec.Finish(i, p, meta); err != nil {
 			return nil, err
 		}
