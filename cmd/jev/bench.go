@@ -34,10 +34,11 @@ else sequential) produced the same prompt_sha256 and chosen option on every row.
 figures as JSON and an SVG chart beside it (bench.json -> bench.svg).
 
 --scorings raw,permute-2,permute-4,cyclic measures bias control instead: the same rows decided
-in-process under each scoring (raw, pride, cyclic, permute-N, pride+permute-N; any of them
-+detect adds the injection detector, flagged rows abstaining, as jev redteam's detect; one
-Decider each), in blocks of --block rows that every scoring decides in turn, the first of each block
-rotating, so that a shared machine's drift falls on every scoring alike. It prints each
+in-process under each scoring (raw, pride, cyclic, permute-N, pride+permute-N; one Decider
+each; any of them +detect, or detect alone for raw+detect, adds the injection detector's
+prompt a row, rows with p_yes >= 0.5 abstaining as under --detect --abstain-on-suspect, their
+choices still counted in the accuracy), in blocks of --block rows that every scoring decides
+in turn, the first of each block rotating, so that a shared machine's drift falls on every scoring alike. It prints each
 scoring's decodes a row, accuracy (labelled rows), wall time and tokens decoded, and their
 ratios to the first scoring, all from this one run; pride scorings read --prior FILE.
 --results DIR keeps each scoring's records (DIR/<scoring>.jsonl, with run files) for jev
@@ -57,7 +58,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cli.String(fs, &pathsFlag, "paths", "engine,packed,sequential,http,hardware", "the `paths` to run, comma-separated")
 	cli.Int(fs, &limit, "n,rows", 0, "use only the first `n` rows (0: all)")
 	var sf sweepFlags
-	cli.String(fs, &sf.scorings, "scorings", "", "measure bias control instead of the paths: decide the rows under each of these `scorings` (raw, pride, cyclic, permute-N, pride+permute-N, each with or without +detect), comma-separated; ratios are against the first")
+	cli.String(fs, &sf.scorings, "scorings", "", "measure bias control instead of the paths: decide the rows under each of these `scorings` (raw, pride, cyclic, permute-N, pride+permute-N, each with or without +detect; detect is raw+detect), comma-separated; ratios are against the first")
 	cli.Int(fs, &sf.block, "block", 10, "with --scorings: `rows` each scoring decides in turn before the next block")
 	cli.String(fs, &sf.priorFile, "prior", "", "with --scorings: PriDe's prior `file` for the pride scorings")
 	cli.String(fs, &sf.results, "results", "", "with --scorings: write each scoring's records to `dir`/<scoring>.jsonl")

@@ -73,9 +73,7 @@ func RunSweep(ctx context.Context, scorings []Scoring, rows []contract.Row, bloc
 	if len(scorings) == 0 {
 		return nil, fmt.Errorf("bench: a sweep needs at least one scoring")
 	}
-	if block <= 0 || block > len(rows) {
-		block = max(1, len(rows))
-	}
+	block = blockSize(block, len(rows))
 	sw := &Sweep{Rows: len(rows), Block: block, Started: time.Now().UTC()}
 	prompts := make([]int, len(scorings))
 	for _, s := range scorings {
@@ -141,6 +139,15 @@ func RunSweep(ctx context.Context, scorings []Scoring, rows []contract.Row, bloc
 		}
 	}
 	return sw, nil
+}
+
+// blockSize is the rows a sweep's block holds: block, or every row when block is 0 or more
+// than n (at least 1).
+func blockSize(block, n int) int {
+	if block <= 0 || block > n {
+		return max(1, n)
+	}
+	return block
 }
 
 // ErrNotInProcess: a sweep measures the in-process runtime, and Open gave a Decider over
@@ -239,7 +246,7 @@ func RunScorings(ctx context.Context, cfg SweepConfig) (*Sweep, error) {
 		defer rec.Close()
 		record = rec.Record
 	}
-	fmt.Fprintf(cfg.Log, "bench: %d rows under %s, in blocks of %d rows ...\n", len(cfg.Rows), strings.Join(cfg.Scorings, ", "), cfg.Block)
+	fmt.Fprintf(cfg.Log, "bench: %d rows under %s, in blocks of %d rows ...\n", len(cfg.Rows), strings.Join(cfg.Scorings, ", "), blockSize(cfg.Block, len(cfg.Rows)))
 	sw, err := RunSweep(ctx, deciders, cfg.Rows, cfg.Block, record)
 	if err != nil {
 		return nil, err
