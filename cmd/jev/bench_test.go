@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gojev/gojev/debias"
-	"github.com/gojev/gojev/internal/bench"
+	"github.com/gojev/gojev/internal/app/bench"
 )
 
 // TestBenchScoringsSweep runs jev bench --scorings on 6 Banking77 rows with the small model, in

@@ -13,7 +13,7 @@ import (
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/debias"
-	"github.com/gojev/gojev/internal/report"
+	"github.com/gojev/gojev/internal/app/report"
 	"github.com/gojev/gojev/internal/testenv"
 )
 

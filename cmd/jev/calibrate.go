@@ -13,7 +13,7 @@ import (
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/internal/cli"
-	"github.com/gojev/gojev/internal/report"
+	"github.com/gojev/gojev/internal/app/report"
 )
 
 const calibrateSynopsis = `Usage: jev calibrate RESULTS.jsonl [more.jsonl ...] [-o profile.json] [--eval HELD.jsonl ...]

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gojev/gojev/calibrate"
-	"github.com/gojev/gojev/internal/report"
+	"github.com/gojev/gojev/internal/app/report"
 )
 
 // TestKnockoutRowsThroughTheTools: rows of 20 options go through jev decide (one record a row,

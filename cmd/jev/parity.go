@@ -9,7 +9,7 @@ import (
 	"io"
 
 	"github.com/gojev/gojev/internal/cli"
-	"github.com/gojev/gojev/internal/parity"
+	"github.com/gojev/gojev/internal/app/parity"
 )
 
 const paritySynopsis = `Usage: jev parity [-m MODEL.gguf] [-i rows.jsonl] [--runtime URL] [--json] [flags]

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gojev/gojev/internal/report"
+	"github.com/gojev/gojev/internal/app/report"
 	"github.com/gojev/gojev/internal/testenv"
 )
 

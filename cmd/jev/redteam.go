@@ -13,8 +13,8 @@ import (
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/internal/cli"
-	"github.com/gojev/gojev/internal/redteam"
-	"github.com/gojev/gojev/internal/report"
+	"github.com/gojev/gojev/internal/app/redteam"
+	"github.com/gojev/gojev/internal/app/report"
 )
 
 const redteamSynopsis = `Usage: jev redteam -i rows.jsonl -o DIR [--settings LIST] [--families LIST] [-n N] [flags]

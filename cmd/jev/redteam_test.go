@@ -15,7 +15,7 @@ import (
 
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/debias"
-	"github.com/gojev/gojev/internal/redteam"
+	"github.com/gojev/gojev/internal/app/redteam"
 )
 
 const redteamRows = `{"id": "a", "state": {"message": "my card never came"}, "question": "Intent?", "options": [{"id": "card_arrival", "description": "Card arrival."}, {"id": "top_up", "description": "Top up."}, {"id": "refund", "description": "Refund."}], "label": "card_arrival"}

@@ -10,7 +10,7 @@ import (
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/contract"
-	"github.com/gojev/gojev/internal/bench"
+	"github.com/gojev/gojev/internal/app/bench"
 	"github.com/gojev/gojev/internal/cli"
 )
 

@@ -16,7 +16,7 @@ import (
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/backend"
-	"github.com/gojev/gojev/internal/bench"
+	"github.com/gojev/gojev/internal/app/bench"
 	"github.com/gojev/gojev/internal/testenv"
 	"github.com/gojev/gojev/llama"
 )

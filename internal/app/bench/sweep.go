@@ -15,7 +15,7 @@ import (
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
-	"github.com/gojev/gojev/internal/report"
+	"github.com/gojev/gojev/internal/app/report"
 )
 
 // Scoring is one setting a sweep decides the rows under: its name (a calibration scoring name:

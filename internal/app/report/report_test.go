@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gojev/gojev/internal/report"
+	"github.com/gojev/gojev/internal/app/report"
 )
 
 // A tiny labelled results file whose figures are worked out by hand: five decisions and an

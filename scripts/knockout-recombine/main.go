@@ -5,7 +5,7 @@
 // same passes (decoding is deterministic per prompt). Other lines are copied as they are, and
 // the run file (IN.run.json) is copied beside OUT so that `jev report` reads its totals.
 //
-//	go run ./internal/tools/knockout-recombine IN.jsonl OUT.jsonl
+//	go run ./scripts/knockout-recombine IN.jsonl OUT.jsonl
 package main
 
 import (
@@ -20,7 +20,7 @@ import (
 
 func main() {
 	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: go run ./internal/tools/knockout-recombine IN.jsonl OUT.jsonl")
+		fmt.Fprintln(os.Stderr, "usage: go run ./scripts/knockout-recombine IN.jsonl OUT.jsonl")
 		os.Exit(2)
 	}
 	if err := run(os.Args[1], os.Args[2]); err != nil {

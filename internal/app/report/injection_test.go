@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/gojev/gojev/internal/redteam"
-	"github.com/gojev/gojev/internal/report"
+	"github.com/gojev/gojev/internal/app/redteam"
+	"github.com/gojev/gojev/internal/app/report"
 )
 
 func TestInjectionOf(t *testing.T) {

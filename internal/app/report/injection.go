@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/gojev/gojev/internal/redteam"
+	"github.com/gojev/gojev/internal/app/redteam"
 )
 
 // Injection is the prompt-injection section of a report (jev redteam): the figures of every

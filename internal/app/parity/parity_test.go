@@ -14,7 +14,7 @@ import (
 
 	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
-	"github.com/gojev/gojev/internal/parity"
+	"github.com/gojev/gojev/internal/app/parity"
 	"github.com/gojev/gojev/internal/testenv"
 	"github.com/gojev/gojev/llama"
 )

@@ -14,7 +14,7 @@ import (
 
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/debias"
-	"github.com/gojev/gojev/internal/report"
+	"github.com/gojev/gojev/internal/app/report"
 )
 
 func TestPercentilesNearestRank(t *testing.T) {
