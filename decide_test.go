@@ -32,8 +32,8 @@ func TestMain(m *testing.M) {
 
 func openDefault(t *testing.T, opts gojev.Options) *gojev.Decider {
 	t.Helper()
-	if opts.NThreads == 0 {
-		opts.NThreads = 2
+	if opts.Runtime.NThreads == 0 {
+		opts.Runtime.NThreads = 2
 	}
 	d, err := gojev.Open(context.Background(), testenv.SmallModel(t), opts)
 	require.NoError(t, err)
@@ -56,7 +56,7 @@ func TestSlotsResolveOnRealModels(t *testing.T) {
 		{"default", func(tb testing.TB) string { return testenv.DefaultModel(tb) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := gojev.Open(context.Background(), tc.model(t), gojev.Options{NThreads: 2})
+			d, err := gojev.Open(context.Background(), tc.model(t), gojev.Options{Runtime: backend.InProcessOptions{NThreads: 2}})
 			require.NoError(t, err)
 			defer d.Close()
 			c := d.Check()
@@ -126,9 +126,9 @@ func TestSameRowTwiceGivesSameLogits(t *testing.T) {
 
 func TestChunkedDecodeMatchesOneBatch(t *testing.T) {
 	row := exampleRows(t)[1]
-	whole, err := openDefault(t, gojev.Options{NBatch: 512}).Decide(context.Background(), row)
+	whole, err := openDefault(t, gojev.Options{Runtime: backend.InProcessOptions{NBatch: 512}}).Decide(context.Background(), row)
 	require.NoError(t, err)
-	chunked, err := openDefault(t, gojev.Options{NBatch: 16}).Decide(context.Background(), row)
+	chunked, err := openDefault(t, gojev.Options{Runtime: backend.InProcessOptions{NBatch: 16}}).Decide(context.Background(), row)
 	require.NoError(t, err)
 	require.Greater(t, whole.NPromptTokens, 16*3, "the prompt spans several chunks")
 	// Without flash attention, splitting the prompt into batches of two or more tokens gives
@@ -140,7 +140,7 @@ func TestChunkedDecodeMatchesOneBatch(t *testing.T) {
 }
 
 func TestPromptLongerThanNCtxIsARowError(t *testing.T) {
-	d := openDefault(t, gojev.Options{NCtx: 256, NBatch: 256})
+	d := openDefault(t, gojev.Options{Runtime: backend.InProcessOptions{NCtx: 256, NBatch: 256}})
 	row := exampleRows(t)[0]
 	row.State = strings.Repeat("very long message ", 200)
 	_, err := d.Decide(context.Background(), row)
@@ -182,7 +182,7 @@ func TestCancelledContextStopsTheDecision(t *testing.T) {
 // chunk in flight: the error is context.Canceled, and it comes back well before the next
 // chunk could have finished.
 func TestCancelMidDecodeReturnsCanceled(t *testing.T) {
-	d := openDefault(t, gojev.Options{NBatch: 128})
+	d := openDefault(t, gojev.Options{Runtime: backend.InProcessOptions{NBatch: 128}})
 	long := exampleRows(t)[2]
 	long.State = strings.Repeat("The reset email never arrives, whatever I try. ", 60)
 	prompts, err := d.Render(context.Background(), long)
@@ -207,11 +207,11 @@ func TestCancelMidDecodeReturnsCanceled(t *testing.T) {
 
 func TestModelsThatFailTheChecksAreRefused(t *testing.T) {
 	stories := testenv.SharedData(t, "models/stories260K.gguf")
-	_, err := gojev.Open(context.Background(), stories, gojev.Options{NThreads: 1})
+	_, err := gojev.Open(context.Background(), stories, gojev.Options{Runtime: backend.InProcessOptions{NThreads: 1}})
 	assert.ErrorIs(t, err, backend.ErrNoTemplate, "stories260K has no chat template")
 
 	chatml := "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n"
-	_, err = gojev.Open(context.Background(), stories, gojev.Options{NThreads: 1, ChatTemplate: chatml})
+	_, err = gojev.Open(context.Background(), stories, gojev.Options{Runtime: backend.InProcessOptions{NThreads: 1, ChatTemplate: chatml}})
 	require.Error(t, err)
 	assert.True(t, errorsIsAny(err, contract.ErrSlotNotSingleToken, contract.ErrSlotRoundTrip, contract.ErrSlotCollision),
 		"its 512-token SentencePiece vocabulary cannot spell the letters as slots: %v", err)
@@ -234,7 +234,7 @@ func errorsIsAny(err error, targets ...error) bool {
 // decoding a whole prompt (~0.7 s here).
 func TestConcurrentDecisionsMatchSequential(t *testing.T) {
 	const goroutines = 64
-	d := openDefault(t, gojev.Options{NThreads: 1}) // one thread: tiny batches, no OpenMP barriers
+	d := openDefault(t, gojev.Options{Runtime: backend.InProcessOptions{NThreads: 1}}) // one thread: tiny batches, no OpenMP barriers
 	base := exampleRows(t)[0]
 	var rows []contract.Row
 	for i := range 8 {
@@ -274,7 +274,7 @@ func TestConcurrentDecisionsMatchSequential(t *testing.T) {
 // idempotent, and a closed Decider refuses work instead of touching freed memory.
 func TestCloseFreesEveryCObject(t *testing.T) {
 	m0, c0, b0 := llama.Live()
-	d, err := gojev.Open(context.Background(), testenv.SmallModel(t), gojev.Options{NThreads: 2})
+	d, err := gojev.Open(context.Background(), testenv.SmallModel(t), gojev.Options{Runtime: backend.InProcessOptions{NThreads: 2}})
 	require.NoError(t, err)
 	m1, c1, b1 := llama.Live()
 	assert.Equal(t, [3]int64{m0 + 1, c0 + 1, b0 + 1}, [3]int64{m1, c1, b1})
@@ -383,8 +383,8 @@ func TestStructStateIsEmbeddedAsItsJSON(t *testing.T) {
 func TestSyntheticModelPassesTheChecks(t *testing.T) {
 	path := testenv.SyntheticModel(t, "tiny")
 	rows := exampleRows(t)[:3]
-	for _, o := range []gojev.Options{{}, {Contract: gojev.Binary}, {Decode: backend.DecodePacked}} {
-		o.NThreads = 2
+	for _, o := range []gojev.Options{{}, {Contract: gojev.Binary}, {Runtime: backend.InProcessOptions{Decode: backend.DecodePacked}}} {
+		o.Runtime.NThreads = 2
 		d, err := gojev.Open(context.Background(), path, o)
 		require.NoError(t, err)
 		c := d.Check()

@@ -2,8 +2,6 @@ package gojev
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -156,101 +154,8 @@ func (d *Decider) Runtime() backend.Backend { return d.rt }
 // Check returns what the start-up checks found; a Decider exists only if they passed.
 func (d *Decider) Check() Check { return d.check }
 
-// SlotInfo describes one answer token: its text (a letter, or a yes/no spelling), token id and
-// the token's text as the runtime detokenizes it.
-type SlotInfo struct {
-	Letter string `json:"letter,omitempty"`
-	Token  int32  `json:"token"`
-	Piece  string `json:"piece"`
-}
-
-// Check is what the start-up checks found (jev check).
-type Check struct {
-	PromptVersion string `json:"prompt_version"`
-	Backend       string `json:"backend"`
-	Renderer      string `json:"renderer"`
-	// Decode is the in-process runtime's decode mode (Result.Decode); empty over HTTP.
-	Decode string `json:"decode,omitempty"`
-	// Slots are the direct contract's sixteen answer letters; Yes and No the binary
-	// contract's single-token spellings.
-	Slots          []SlotInfo `json:"slots,omitempty"`
-	Yes            []SlotInfo `json:"yes,omitempty"`
-	No             []SlotInfo `json:"no,omitempty"`
-	TemplateSHA256 string     `json:"template_sha256,omitempty"`
-	TemplateDate   string     `json:"template_date"`
-	// Model describes the model file an in-process runtime loaded (nil over HTTP: the weights
-	// are the server's).
-	Model              *backend.ModelInfo `json:"model,omitempty"`
-	SamplePromptSHA256 string             `json:"sample_prompt_sha256"`
-	SampleTokens       int                `json:"sample_prompt_tokens"`
-	BoundaryHolds      bool               `json:"boundary_holds"`
-}
-
-// Stats are a row's token and time accounting.
+// Stats are a Decider's totals since New (Decider.Stats; RowStats are one row's).
 type Stats struct {
-	// PromptTokens is what deciding the row alone with no reuse decodes: the sum of its
-	// prompts' lengths (one prompt under Direct, one per option under Binary, times the
-	// permutations under Cyclic).
-	PromptTokens int `json:"prompt_tokens"`
-	// DecodedTokens is what the runtime decoded for the row: every token decoded is shared
-	// equally among the prompts it served, so the sum over rows is the Decider's total.
-	DecodedTokens float64 `json:"decoded_tokens"`
-	// QueueMS is the time from the request to the first decode of one of its prompts, in ms.
-	QueueMS float64 `json:"queue_ms"`
-}
-
-// Result is one row's decision, under either contract. Direct: PromptSHA256, ChosenLetter
-// and Options (each option's logit, logprob and probability; Logit nil over HTTP). Binary:
-// Candidates, one per option in row order, each with its own prompt_sha256, p_yes, yes/no
-// readouts and rank. Chosen is the chosen option's id and Probability its probability: among
-// the listed options (direct) or its p_yes (binary), the debiased or calibrated one under bias
-// control, whose Debias keeps the raw choice.
-type Result struct {
-	ID            json.RawMessage           `json:"id"`
-	PromptVersion string                    `json:"prompt_version"`
-	PromptSHA256  string                    `json:"prompt_sha256,omitempty"`
-	NPromptTokens int                       `json:"n_prompt_tokens"`
-	Chosen        string                    `json:"chosen"`
-	ChosenLetter  string                    `json:"chosen_letter,omitempty"`
-	Probability   float64                   `json:"probability"`
-	Options       []contract.OptionScore    `json:"options,omitempty"`
-	Candidates    []contract.CandidateScore `json:"candidates,omitempty"`
-	Label         string                    `json:"label,omitempty"`
-	Correct       *bool                     `json:"correct,omitempty"`
-	// Debias is what bias control added (nil without Options.Debias).
-	Debias *Debiased `json:"debias,omitempty"`
-	// Calibration is what a calibration profile added (nil without Options.Calibration);
-	// Probability is then calibrated.
-	Calibration *Calibration `json:"calibration,omitempty"`
-	// Knockout is how a row of more than 16 options was decided (its passes, and the
-	// distribution over all its options); the seed fields above are its final pass's, and
-	// Probability the chosen option's share of the distribution.
-	Knockout *Knockout `json:"knockout,omitempty"`
-	// Suspect is the injection detector's readout of the row's evidence (Options.Detect).
-	Suspect *Suspicion `json:"suspect,omitempty"`
-	// Abstained: Probability is below Options.AbstainBelow, or the detector flagged the row
-	// under Options.AbstainOnSuspect. The choice is kept; a caller hands the row to a person
-	// instead of acting on it.
-	Abstained bool `json:"abstained,omitempty"`
-	// Backend is "in-process" or the server's URL; Renderer "go", "llama" or "server";
-	// TemplateDate the clock the template read ("2006-01-02" at midnight, else RFC 3339):
-	// rerun with it pinned (Options.TemplateTime, jev --template-date) to reproduce
-	// prompt_sha256.
-	Backend  string `json:"backend"`
-	Renderer string `json:"renderer"`
-	// Decode is how the in-process runtime decoded the prompts: "one-sequence" (exact: the
-	// logits of each prompt decoded alone) or "packed" (several prompts per llama_decode;
-	// backend.InProcessOptions.Decode). Empty over HTTP.
-	Decode       string `json:"decode,omitempty"`
-	TemplateDate string `json:"template_date"`
-	// MS is the decision's latency in milliseconds: from the call to the result, queueing,
-	// rendering and the shared decodes included.
-	MS    float64 `json:"ms"`
-	Stats Stats   `json:"stats"`
-}
-
-// DeciderStats are totals since New.
-type DeciderStats struct {
 	Rows          int64 // rows decided (results returned)
 	Prompts       int64 // prompts scored
 	PromptTokens  int64 // tokens a no-reuse run would decode for those prompts
@@ -263,95 +168,12 @@ type DeciderStats struct {
 }
 
 // Stats returns the Decider's totals.
-func (d *Decider) Stats() DeciderStats {
-	return DeciderStats{
+func (d *Decider) Stats() Stats {
+	return Stats{
 		Rows: d.stats.rows.Load(), Prompts: d.stats.prompts.Load(), PromptTokens: d.stats.promptTokens.Load(),
 		DecodedTokens: d.stats.decodedTokens.Load(), Decodes: d.stats.decodes.Load(), Rounds: d.stats.rounds.Load(),
 		DecodeNS: d.stats.decodeNS.Load(), PrepareNS: d.stats.prepareNS.Load(),
 	}
-}
-
-// Decide decides one row. It validates the row (contract.Row.Validate), renders and checks
-// its prompt(s) in the calling goroutine, hands them to the scheduler, which decodes them
-// together with other requests' prompts, and waits. Errors are per row and never affect other
-// requests: contract.ErrRow (bad options), contract.ErrBoundary, backend.ErrPromptTooLong,
-// backend.ErrSpecialText, debias.ErrNoPrior, runtime errors; a cancelled ctx returns at once
-// with an error wrapping ctx.Err(); a closed Decider gives ErrClosed.
-func (d *Decider) Decide(ctx context.Context, row Row) (*Result, error) {
-	c, err := d.Begin(ctx, row)
-	if err != nil {
-		return nil, err
-	}
-	return c.Wait(ctx)
-}
-
-// Call is a decision begun by Begin and not yet waited for. Wait may be called once, from any
-// goroutine.
-type Call struct {
-	d *Decider
-	r *request
-}
-
-// Begin is the first half of Decide: it validates the row, renders and checks its prompt(s)
-// in the calling goroutine and hands them to the scheduler, which serves requests oldest
-// first, in the order they were begun (Begin, Decide or DecideAll). A caller that reads rows
-// in order and waits for them concurrently (batch.Run) calls Begin in input order, so the
-// first row is decoded first whatever the goroutines do. Errors are Decide's for this row.
-func (d *Decider) Begin(ctx context.Context, row Row) (*Call, error) {
-	r, err := d.begin(ctx, row, d.opts.Debias, d.opts.Permute)
-	if err != nil {
-		return nil, err
-	}
-	return &Call{d: d, r: r}, nil
-}
-
-// Wait waits for a begun decision and returns its Result, with Decide's errors; a cancelled
-// ctx returns at once with an error wrapping ctx.Err().
-func (c *Call) Wait(ctx context.Context) (*Result, error) {
-	return c.d.end(ctx, c.r)
-}
-
-// Outcome is one row's Result or error, as DecideAll returns them.
-type Outcome struct {
-	Result *Result
-	Err    error
-}
-
-// DecideAll decides rows together and returns one Outcome per row, in input order. Rows are
-// prepared in order and handed to the scheduler as they are ready, so rows next to each other
-// share decodes. A bad row is that row's Outcome.Err. The error is non-nil only when ctx was
-// cancelled (it wraps ctx.Err(); rows not finished then carry the same error) or the Decider
-// was closed.
-func (d *Decider) DecideAll(ctx context.Context, rows []Row) ([]Outcome, error) {
-	out := make([]Outcome, len(rows))
-	calls := make([]*Call, len(rows))
-	d.preparingAdd(int64(len(rows)))
-	for i, row := range rows {
-		if err := ctx.Err(); err != nil {
-			for k := i; k < len(rows); k++ {
-				out[k].Err = fmt.Errorf("gojev: %w", err)
-			}
-			d.preparingAdd(-int64(len(rows) - i))
-			break
-		}
-		calls[i], out[i].Err = d.Begin(ctx, row)
-		d.preparingAdd(-1)
-	}
-	for i, c := range calls {
-		if c != nil {
-			out[i].Result, out[i].Err = c.Wait(ctx)
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return out, fmt.Errorf("gojev: %w", err)
-	}
-	d.closeMu.Lock()
-	closed := d.closed
-	d.closeMu.Unlock()
-	if closed {
-		return out, fmt.Errorf("gojev: %w", ErrClosed)
-	}
-	return out, nil
 }
 
 // preparingAdd moves the count of rows being prepared, signalling prepared at zero.
@@ -371,23 +193,4 @@ func templateDate(t time.Time) string {
 		return t.Format(time.DateOnly)
 	}
 	return t.Format(time.RFC3339)
-}
-
-// DefaultDetectThreshold is the p_yes at or above which the injection detector flags a row
-// (Options.DetectThreshold 0).
-const DefaultDetectThreshold = 0.5
-
-// Suspicion is the injection detector's readout of one row's evidence (Options.Detect): its
-// own prompt (contract.DetectMessages, prompt_version injection-check-v1), read as the binary
-// contract reads an answer (p_yes over every single-token spelling of yes and no).
-type Suspicion struct {
-	PromptVersion string `json:"prompt_version"`
-	PromptSHA256  string `json:"prompt_sha256"`
-	NPromptTokens int    `json:"n_prompt_tokens"`
-	contract.BinaryScore
-	// Threshold is the p_yes at or above which the row is Flagged; Abstain is set when a
-	// flagged row abstains (Options.AbstainOnSuspect).
-	Threshold float64 `json:"threshold"`
-	Flagged   bool    `json:"flagged"`
-	Abstain   bool    `json:"abstain,omitempty"`
 }

@@ -33,7 +33,7 @@ var ticket = gojev.Row{
 // rows as they come, from any number of goroutines.
 func Example() {
 	ctx := context.Background()
-	d, err := gojev.Open(ctx, modelFile, gojev.Options{NThreads: 2})
+	d, err := gojev.Open(ctx, modelFile, gojev.Options{Runtime: backend.InProcessOptions{NThreads: 2}})
 	if err != nil {
 		log.Fatal(err) // e.g. a model whose answer letters are not single tokens
 	}
@@ -49,7 +49,7 @@ func Example() {
 // The binary contract asks one yes/no question per option and ranks the options by p_yes.
 func Example_binary() {
 	ctx := context.Background()
-	d, err := gojev.Open(ctx, modelFile, gojev.Options{Contract: gojev.Binary, NThreads: 2})
+	d, err := gojev.Open(ctx, modelFile, gojev.Options{Contract: gojev.Binary, Runtime: backend.InProcessOptions{NThreads: 2}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func Example_binary() {
 // decodes, results come back in input order, and a bad row is its own Outcome's error.
 func ExampleDecider_DecideAll() {
 	ctx := context.Background()
-	d, err := gojev.Open(ctx, modelFile, gojev.Options{NThreads: 2})
+	d, err := gojev.Open(ctx, modelFile, gojev.Options{Runtime: backend.InProcessOptions{NThreads: 2}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func ExampleDecider_DecideAll() {
 // they were begun and the first result is never held up by later rows.
 func ExampleDecider_Begin() {
 	ctx := context.Background()
-	d, err := gojev.Open(ctx, modelFile, gojev.Options{NThreads: 2})
+	d, err := gojev.Open(ctx, modelFile, gojev.Options{Runtime: backend.InProcessOptions{NThreads: 2}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func ExampleDecider_Begin() {
 // of one decode per row. Each Result keeps the raw choice beside the debiased one.
 func Example_pride() {
 	ctx := context.Background()
-	d, err := gojev.Open(ctx, modelFile, gojev.Options{Debias: debias.PriDe, NThreads: 2})
+	d, err := gojev.Open(ctx, modelFile, gojev.Options{Debias: debias.PriDe, Runtime: backend.InProcessOptions{NThreads: 2}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func Example_calibrated() {
 			Choice: calibrate.Choice{Method: calibrate.Temperature},
 			Fitted: &calibrate.Fitted{Method: calibrate.Temperature, Pooled: calibrate.Map{Method: calibrate.Temperature, T: 0.5}},
 		}}}
-	d, err := gojev.Open(ctx, modelFile, gojev.Options{NThreads: 2, Calibration: profile, AbstainBelow: 0.99})
+	d, err := gojev.Open(ctx, modelFile, gojev.Options{Calibration: profile, AbstainBelow: 0.99, Runtime: backend.InProcessOptions{NThreads: 2}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func Example_calibrated() {
 // Here 20 options: two groups of 10, the best 8 of each survive into a final pass of 16.
 func Example_knockout() {
 	ctx := context.Background()
-	d, err := gojev.Open(ctx, modelFile, gojev.Options{NThreads: 2})
+	d, err := gojev.Open(ctx, modelFile, gojev.Options{Runtime: backend.InProcessOptions{NThreads: 2}})
 	if err != nil {
 		log.Fatal(err)
 	}

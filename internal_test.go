@@ -98,7 +98,7 @@ func TestOpenChecksItsOptionsOnce(t *testing.T) {
 	checks := 0
 	defer func(c func(Options) error) { checkOptions = c }(checkOptions)
 	checkOptions = func(o Options) error { checks++; return o.check() }
-	d, err := Open(context.Background(), testenv.SmallModel(t), Options{NThreads: 2})
+	d, err := Open(context.Background(), testenv.SmallModel(t), Options{Runtime: backend.InProcessOptions{NThreads: 2}})
 	require.NoError(t, err)
 	defer d.Close()
 	assert.Equal(t, 1, checks)

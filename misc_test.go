@@ -18,7 +18,7 @@ import (
 // cancelled context as per-row errors.
 func TestBinaryBadRowsCancelAndClose(t *testing.T) {
 	m0, c0, b0 := llama.Live()
-	e, err := gojev.Open(context.Background(), modelPath(t), gojev.Options{Contract: gojev.Binary, NThreads: 2})
+	e, err := gojev.Open(context.Background(), modelPath(t), gojev.Options{Contract: gojev.Binary, Runtime: backend.InProcessOptions{NThreads: 2}})
 	require.NoError(t, err)
 	rows := readRows(t, "banking77/test-16opt.jsonl", 1)
 	bad := rows[0]
@@ -62,7 +62,7 @@ func TestBinaryBadRowsCancelAndClose(t *testing.T) {
 }
 
 func TestOptionsAreChecked(t *testing.T) {
-	_, err := gojev.Open(context.Background(), modelPath(t), gojev.Options{NBatch: 4})
+	_, err := gojev.Open(context.Background(), modelPath(t), gojev.Options{Runtime: backend.InProcessOptions{NBatch: 4}})
 	assert.ErrorIs(t, err, backend.ErrOptions)
 }
 
@@ -71,12 +71,12 @@ func TestOptionsAreChecked(t *testing.T) {
 // opens on the CPU and decides.
 func TestAPluginThatFailsIsAnErrorUnlessCPUFallback(t *testing.T) {
 	missing := t.TempDir() + "/libggml-vulkan.so"
-	_, err := gojev.Open(context.Background(), modelPath(t), gojev.Options{Plugins: []string{missing}, NThreads: 2})
+	_, err := gojev.Open(context.Background(), modelPath(t), gojev.Options{Runtime: backend.InProcessOptions{Plugins: []string{missing}, NThreads: 2}})
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, llama.ErrBackendLoad), "%v", err)
 	assert.Contains(t, err.Error(), missing)
 
-	d := openDefault(t, gojev.Options{Plugins: []string{missing}, CPUFallback: true})
+	d := openDefault(t, gojev.Options{Runtime: backend.InProcessOptions{Plugins: []string{missing}, CPUFallback: true}})
 	res, err := d.Decide(context.Background(), exampleRows(t)[0])
 	require.NoError(t, err)
 	assert.NotEmpty(t, res.Chosen)

@@ -21,7 +21,7 @@ func Open(ctx context.Context, path string, opts Options) (*Decider, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rt, err := backend.OpenInProcess(path, opts.inProcess())
+	rt, err := backend.OpenInProcess(path, opts.Runtime)
 	if err != nil {
 		return nil, err
 	}

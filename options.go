@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"time"
 
 	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/calibrate"
@@ -123,36 +122,11 @@ type Options struct {
 	// contract (KnockoutOptions; the zero value shuffles the options into groups with seed 0).
 	Knockout KnockoutOptions
 
-	// The fields below configure the runtime Open creates (backend.InProcessOptions
-	// documents each and its default). New takes a runtime already configured and ignores
-	// them.
-
-	Renderer           string         // backend.RendererGo (default) or backend.RendererLlama
-	ChatTemplate       string         // Jinja source replacing the model's tokenizer.chat_template
-	ChatTemplateKwargs map[string]any // chat_template_kwargs; nil means {"enable_thinking": false}
-	TemplateTime       time.Time      // the clock templates read; zero means today, 00:00 UTC
-	NGPULayers         int            // n_gpu_layers; zero offloads every layer (-1)
-	NoGPU              bool           // n_gpu_layers 0
-	Plugins            []string       // ggml backend plugins to load first (libggml-vulkan.so, libggml-cuda.so); gojev reads no environment: pass filepath.SplitList(os.Getenv("GOJEV_PLUGINS")) to honour the installer's line
-	CPUFallback        bool           // a plugin that fails, or finds no GPU, is a warning, not an error
-	NCtx               int            // n_ctx: the longest prompt (default 4096, capped at n_ctx_train)
-	NBatch             int            // n_batch: tokens per llama_decode (default 512)
-	NThreads           int            // n_threads (default runtime.NumCPU())
-	NoMmap             bool           // use_mmap=false
-	NoPrefixReuse      bool           // decode every prompt whole (a one-at-a-time baseline)
-	Decode             string         // backend.DecodeOneSequence or backend.DecodePacked; "" = per backend (packed on a GPU)
-	PackSeqs           int            // prompts per packed llama_decode (default backend.DefaultPackSeqs)
-}
-
-// inProcess returns the in-process runtime's options these Options carry.
-func (o Options) inProcess() backend.InProcessOptions {
-	return backend.InProcessOptions{
-		Options:  backend.Options{ChatTemplateKwargs: o.ChatTemplateKwargs, TemplateTime: o.TemplateTime},
-		Renderer: o.Renderer, ChatTemplate: o.ChatTemplate, NGPULayers: o.NGPULayers, NoGPU: o.NoGPU,
-		Plugins: o.Plugins, CPUFallback: o.CPUFallback,
-		NCtx: o.NCtx, NBatch: o.NBatch, NThreads: o.NThreads, NoMmap: o.NoMmap, NoPrefixReuse: o.NoPrefixReuse,
-		Decode: o.Decode, PackSeqs: o.PackSeqs,
-	}
+	// Runtime configures the in-process runtime Open creates: llama.cpp's n_ctx, n_batch,
+	// n_threads, n_gpu_layers, the renderer, the chat template and its kwargs, plugins, the
+	// decode mode (backend.InProcessOptions documents each field and its default; the zero
+	// value is every default). New takes a runtime already configured and ignores it.
+	Runtime backend.InProcessOptions
 }
 
 // check validates the decision options. Errors wrap ErrOptions.
@@ -252,3 +226,19 @@ var (
 	validate     = contract.Row.Validate
 	checkOptions = Options.check
 )
+
+// DefaultDetectThreshold is the p_yes at or above which the injection detector flags a row
+// (Options.DetectThreshold 0).
+const DefaultDetectThreshold = 0.5
+
+// KnockoutOptions configure how a Decider decides rows of more options than one direct prompt
+// lists (17 to 256; package knockout): the options are split into balanced groups of at most
+// 16 (Grouping: knockout.Shuffle, the default, knockout.File or knockout.Length; Seed seeds
+// the shuffle), each group is decided as a row of its own, the best of each group survive,
+// and the survivors are decided in a final pass. Every pass is an ordinary direct-options-v1
+// (or guarded) prompt under the Decider's bias control. The binary contract needs no
+// knockout: it decides any count, one prompt per option.
+type KnockoutOptions struct {
+	Grouping string
+	Seed     uint64
+}

@@ -26,7 +26,7 @@ func TestPinnedDateGivesTheSameHashWhicheverRenderer(t *testing.T) {
 	row := exampleRows(t)[0]
 	day := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
 	hash := func(renderer string, at time.Time) (string, string) {
-		d := openDefault(t, gojev.Options{Renderer: renderer, ChatTemplate: datedChatML, TemplateTime: at})
+		d := openDefault(t, gojev.Options{Runtime: backend.InProcessOptions{Options: backend.Options{TemplateTime: at}, Renderer: renderer, ChatTemplate: datedChatML}})
 		ps, err := d.Render(context.Background(), row)
 		p := ps[0]
 		require.NoError(t, err)

@@ -21,8 +21,8 @@ func modelPath(t testing.TB) string { return testenv.SmallModel(t) }
 
 func openEngine(t testing.TB, opts gojev.Options) *gojev.Decider {
 	t.Helper()
-	if opts.NThreads == 0 {
-		opts.NThreads = 2
+	if opts.Runtime.NThreads == 0 {
+		opts.Runtime.NThreads = 2
 	}
 	e, err := gojev.Open(context.Background(), modelPath(t), opts)
 	require.NoError(t, err)
@@ -61,7 +61,7 @@ func logStats(t *testing.T, e *gojev.Decider, res []*gojev.Result) {
 // the shared prefix is decoded once.
 func TestDirectMatchesOneAtATime(t *testing.T) {
 	rows := readRows(t, "banking77/sample-200-8opt.jsonl", 24)
-	d, err := gojev.Open(context.Background(), modelPath(t), gojev.Options{NThreads: 2, NoPrefixReuse: true})
+	d, err := gojev.Open(context.Background(), modelPath(t), gojev.Options{Runtime: backend.InProcessOptions{NThreads: 2, NoPrefixReuse: true}})
 	require.NoError(t, err)
 	defer d.Close()
 	want := make([]*gojev.Result, len(rows))
@@ -127,7 +127,7 @@ func TestBitIdenticalOnTheDefaultModel(t *testing.T) {
 	defer alone.Close()
 	d, err := gojev.New(context.Background(), alone, gojev.Options{})
 	require.NoError(t, err)
-	e, err := gojev.Open(context.Background(), model, gojev.Options{NThreads: 2})
+	e, err := gojev.Open(context.Background(), model, gojev.Options{Runtime: backend.InProcessOptions{NThreads: 2}})
 	require.NoError(t, err)
 	defer e.Close()
 	got := decideAll(t, e, rows)
@@ -163,7 +163,7 @@ func TestPackedDecodingAgainstOneSequence(t *testing.T) {
 	}{{gojev.Direct, rows[:8]}, {gojev.Binary, rows[:2]}} {
 		t.Run(c.contract.String(), func(t *testing.T) {
 			one := decideAll(t, openEngine(t, gojev.Options{Contract: c.contract}), c.rows)
-			packed := decideAll(t, openEngine(t, gojev.Options{Contract: c.contract, Decode: backend.DecodePacked, PackSeqs: 4}), c.rows)
+			packed := decideAll(t, openEngine(t, gojev.Options{Contract: c.contract, Runtime: backend.InProcessOptions{Decode: backend.DecodePacked, PackSeqs: 4}}), c.rows)
 			for i := range one {
 				assert.Equal(t, backend.DecodeOneSequence, one[i].Decode, "the CPU default")
 				assert.Equal(t, backend.DecodePacked, packed[i].Decode)

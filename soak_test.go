@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/internal/testenv"
 	"github.com/gojev/gojev/llama"
@@ -80,7 +81,7 @@ func TestSoak(t *testing.T) {
 	warmup := max(50, n/10)
 
 	m0, c0, b0 := llama.Live()
-	d, err := gojev.Open(context.Background(), testenv.SmallModel(t), gojev.Options{NThreads: 1})
+	d, err := gojev.Open(context.Background(), testenv.SmallModel(t), gojev.Options{Runtime: backend.InProcessOptions{NThreads: 1}})
 	require.NoError(t, err)
 	rows := soakRows(t, 4)
 	ctx := context.Background()

@@ -62,10 +62,11 @@ func TestCalibrateFile(t *testing.T) {
 	meta := &batch.RunFile{Input: "rows.jsonl", PromptVersion: contract.PromptVersion, Model: &model}
 	require.NoError(t, meta.Save(batch.RunFilePath(in)))
 
-	res, err := batch.CalibrateFile(in, out, prof, "profile.json", 0.8)
+	sum, err := batch.ApplyProfile(in, out, prof, "profile.json", 0.8)
 	require.NoError(t, err)
-	assert.Equal(t, 2, res.Decisions)
-	assert.Equal(t, 2, res.Abstained, "calibrated to about 0.5, below 0.8")
+	assert.Equal(t, 2, sum.Decided)
+	assert.Equal(t, 1, sum.Errors, "the error record, copied")
+	assert.Equal(t, 2, sum.Abstained, "calibrated to about 0.5, below 0.8")
 	data, err := os.ReadFile(out)
 	require.NoError(t, err)
 	lines := strings.SplitAfter(string(data), "\n")
@@ -89,7 +90,7 @@ func TestCalibrateFile(t *testing.T) {
 
 	meta.Model = &debias.ModelID{File: "other.gguf", SHA256: "cd"}
 	require.NoError(t, meta.Save(batch.RunFilePath(in)))
-	_, err = batch.CalibrateFile(in, filepath.Join(dir, "x.jsonl"), prof, "profile.json", 0)
+	_, err = batch.ApplyProfile(in, filepath.Join(dir, "x.jsonl"), prof, "profile.json", 0)
 	var se *batch.SetupError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, "Calibration", se.Field)

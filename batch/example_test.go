@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/debias"
 )
@@ -36,7 +37,7 @@ func rowsFile(dir string, n int) string {
 // decide --resume could have continued it just as well.
 func ExampleRun() {
 	ctx := context.Background()
-	d, err := gojev.Open(ctx, modelFile, gojev.Options{NThreads: 2})
+	d, err := gojev.Open(ctx, modelFile, gojev.Options{Runtime: backend.InProcessOptions{NThreads: 2}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -46,11 +47,8 @@ func ExampleRun() {
 	rows, results := rowsFile(dir, 6), filepath.Join(dir, "out.jsonl")
 
 	// The first run, stopped after two records.
-	out, err := batch.Create(results)
+	out, err := os.Create(results)
 	if err != nil {
-		log.Fatal(err)
-	}
-	if err := out.Start(); err != nil {
 		log.Fatal(err)
 	}
 	in, _ := os.Open(rows)
@@ -99,7 +97,7 @@ func ExampleRun() {
 // input order after Merge has checked that every input line has exactly one record.
 func ExampleMerge() {
 	ctx := context.Background()
-	d, err := gojev.Open(ctx, modelFile, gojev.Options{NThreads: 2})
+	d, err := gojev.Open(ctx, modelFile, gojev.Options{Runtime: backend.InProcessOptions{NThreads: 2}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -153,7 +151,7 @@ func ExampleJob() {
 		Options:   gojev.Options{Debias: debias.PriDe},
 		PriorFile: filepath.Join(dir, "prior.json"),
 		Open: func(ctx context.Context, o gojev.Options) (*gojev.Decider, error) {
-			o.NThreads = 2
+			o.Runtime.NThreads = 2
 			return gojev.Open(ctx, modelFile, o)
 		},
 		OnPrior: func(ev batch.PriorEvent) {

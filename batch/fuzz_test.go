@@ -52,7 +52,7 @@ func FuzzReadEntries(f *testing.F) {
 			_ = e.InputLine()
 		}
 		for _, l := range bytes.Split(data, []byte("\n")) {
-			_, _ = batch.ParseHead(l)
+			_, _ = batch.ParseHead(l) // the resume and merge reader of a record's line and id
 		}
 	})
 }

@@ -236,25 +236,6 @@ func TestStartRowsCountsTheShard(t *testing.T) {
 	assert.False(t, ok, "not a file")
 }
 
-// ReadRows skips blank lines, numbers the rows by input line, and names the line of a bad row.
-func TestReadRows(t *testing.T) {
-	dir := t.TempDir()
-	good := filepath.Join(dir, "good.jsonl")
-	require.NoError(t, os.WriteFile(good, []byte(row("a", 2)+"\n\n  \n"+row("b", 3)), 0o644))
-	rows, lines, err := ReadRows(good)
-	require.NoError(t, err)
-	assert.Equal(t, []int{1, 4}, lines)
-	require.Len(t, rows, 2)
-	assert.Len(t, rows[1].Options, 3)
-
-	bad := filepath.Join(dir, "bad.jsonl")
-	require.NoError(t, os.WriteFile(bad, []byte(row("a", 2)+"\n{\"id\": \"b\"}\n"), 0o644))
-	_, _, err = ReadRows(bad)
-	assert.ErrorContains(t, err, bad+" line 2: ")
-	_, _, err = ReadRows(filepath.Join(dir, "none.jsonl"))
-	assert.ErrorIs(t, err, os.ErrNotExist)
-}
-
 // Skewed: one letter with 80 % of at least 20 lettered choices.
 func TestSummarySkewed(t *testing.T) {
 	for _, tc := range []struct {

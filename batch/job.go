@@ -12,8 +12,9 @@ import (
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/backend"
-	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
+	"github.com/gojev/gojev/internal/jsonl"
+	"github.com/gojev/gojev/internal/version"
 	"github.com/gojev/gojev/knockout"
 )
 
@@ -62,7 +63,7 @@ type Job struct {
 	// PriorFile is PriDe's prior file: read when it exists (and checked against the model and
 	// contract: a SetupError), else the estimated prior is saved there. Unused without PriDe.
 	PriorFile string
-	// SampleFraction and SampleMinRows size PriDe's estimation sample (PriorSample); 0 means
+	// SampleFraction and SampleMinRows size PriDe's estimation sample (priorSample); 0 means
 	// debias.DefaultSampleFraction and debias.DefaultMinSampleRows.
 	SampleFraction float64
 	SampleMinRows  int
@@ -107,9 +108,12 @@ func (e *SetupError) Unwrap() error { return e.Err }
 type PriorStep int
 
 const (
-	// PriorRead: the prior was read (PriorEvent.From says where). The prior of the run
-	// resumed, and one the caller gave in Options.Prior, are taken without an event.
-	PriorRead PriorStep = iota
+	// PriorFromFile: the prior was read from Job.PriorFile. The prior of the run resumed,
+	// and one the caller gave in Options.Prior, are taken without an event.
+	PriorFromFile PriorStep = iota
+	// PriorFromProfile: the prior was read from the calibration profile
+	// (Options.Calibration.Prior).
+	PriorFromProfile
 	// PriorEstimating: the estimation starts on PriorEvent.SampleRows rows.
 	PriorEstimating
 	// PriorEstimated: the prior was estimated, in PriorEvent.Elapsed.
@@ -118,22 +122,10 @@ const (
 	PriorSaved
 )
 
-// PriorSource is where a prior that was read came from.
-type PriorSource int
-
-const (
-	// FromPriorFile: Job.PriorFile.
-	FromPriorFile PriorSource = iota
-	// FromProfile: the calibration profile (Options.Calibration.Prior).
-	FromProfile
-)
-
 // PriorEvent is what Job.OnPrior hears.
 type PriorEvent struct {
 	Step PriorStep
-	// From is where a read prior came from (PriorRead).
-	From PriorSource
-	// Prior is the prior read or estimated (PriorRead, PriorEstimated).
+	// Prior is the prior read or estimated (PriorFromFile, PriorFromProfile, PriorEstimated).
 	Prior *debias.Prior
 	// SampleRows is the estimation sample's rows, Prompts their cyclic permutations (the
 	// prompts the estimation decodes), and Rows the input's valid rows of two or more options
@@ -162,7 +154,7 @@ func (s Start) Rows() (n int, ok bool) {
 	if !isFile {
 		return 0, false
 	}
-	lines, err := CountLines(f)
+	lines, err := jsonl.CountLines(f)
 	if err != nil {
 		return 0, false
 	}
@@ -352,7 +344,7 @@ func (j *Job) previous() (*RunFile, error) {
 		return nil, nil
 	case prev.Shard != j.Shard.Spec():
 		return nil, &SetupError{"Resume", fmt.Errorf("%s: its run file says it holds %s, and this run is %s: give the same shard (--shard) as the run that wrote it",
-			j.Output, ShardWords(prev.Shard), ShardWords(j.Shard.Spec()))}
+			j.Output, shardWords(prev.Shard), shardWords(j.Shard.Spec()))}
 	}
 	return prev, nil
 }
@@ -361,7 +353,7 @@ func (j *Job) previous() (*RunFile, error) {
 type jobOutput struct {
 	w      io.Writer
 	resume *Resume // a resumed Output
-	create *Output // a new Output, emptied by start
+	create *output // a new output, emptied by start
 	closed bool
 }
 
@@ -402,12 +394,12 @@ func (j *Job) output() (*jobOutput, error) {
 			if !j.Shard.Has(l) {
 				_ = r.Close()
 				return nil, &SetupError{"Resume", fmt.Errorf("%s: it holds a record of input line %d, which is shard %d/%d's, not this shard's (%s): is it another shard's file?",
-					j.Output, l, ShardOf(l, j.Shard.N), j.Shard.N, j.Shard)}
+					j.Output, l, shardOf(l, j.Shard.N), j.Shard.N, j.Shard)}
 			}
 		}
 		return &jobOutput{w: r, resume: r}, nil
 	case j.Output != "":
-		o, err := Create(j.Output)
+		o, err := create(j.Output)
 		if err != nil {
 			return nil, &SetupError{"Output", err}
 		}
@@ -421,14 +413,13 @@ func (j *Job) output() (*jobOutput, error) {
 
 // newRunFile is the run file of the job on d: Job.RunFile with the model, the contract and
 // settings, the runtime and the shard; it checks the calibration profile against the model.
-// The model is hashed (ModelIdentity) only when something records or checks it.
+// The model is hashed (gojev.ModelIdentity) only when something records or checks it.
 func (j *Job) newRunFile(d *gojev.Decider, opts gojev.Options) (*RunFile, error) {
 	meta := j.RunFile
-	meta.Jev, meta.LlamaCpp = cmp.Or(meta.Jev, Version()), cmp.Or(meta.LlamaCpp, LlamaCppVersion())
+	meta.Jev, meta.LlamaCpp = cmp.Or(meta.Jev, version.Jev()), cmp.Or(meta.LlamaCpp, version.LlamaCpp())
 	c := d.Check()
-	meta.Input, meta.PromptVersion, meta.Debias, meta.Permute = j.Input, opts.Contract.String(), opts.Debias, opts.Permute
-	meta.Started, meta.Backend, meta.Decode, meta.Shard = time.Now().UTC(), c.Backend, c.Decode, j.Shard.Spec()
-	meta.AbstainBelow, meta.Detect, meta.Knockout = opts.AbstainBelow, RunDetectOf(opts), runKnockout(opts.Knockout)
+	meta.SetOptions(opts)
+	meta.Input, meta.Started, meta.Backend, meta.Decode, meta.Shard = j.Input, time.Now().UTC(), c.Backend, c.Decode, j.Shard.Spec()
 	if rt, ok := d.Runtime().(backend.DeviceLister); ok && meta.Devices == nil {
 		meta.Devices, meta.Plugins = rt.Devices() // backend.InProcess: the devices that decide
 	}
@@ -438,7 +429,7 @@ func (j *Job) newRunFile(d *gojev.Decider, opts gojev.Options) (*RunFile, error)
 	}
 	if m := c.Model; m != nil {
 		if j.Output != "" || pride || prof != nil {
-			id, err := ModelIdentity(m.Path, m.Name)
+			id, err := gojev.ModelIdentity(m.Path, m.Name)
 			if err != nil {
 				return nil, err
 			}
@@ -457,14 +448,6 @@ func (j *Job) newRunFile(d *gojev.Decider, opts gojev.Options) (*RunFile, error)
 }
 
 func (j *Job) profileName() string { return cmp.Or(j.CalibrationFile, "the calibration profile") }
-
-// RunDetectOf is what a run file records of the injection detector under opts (nil without it).
-func RunDetectOf(opts gojev.Options) *RunDetect {
-	if !opts.Detect {
-		return nil
-	}
-	return &RunDetect{PromptVersion: contract.DetectPromptVersion, Threshold: opts.DetectThreshold, Abstain: opts.AbstainOnSuspect}
-}
 
 // runKnockout is what a run file records of the knockout grouping (nil at the default).
 func runKnockout(k gojev.KnockoutOptions) *gojev.KnockoutOptions {
@@ -489,7 +472,7 @@ func (j *Job) prior(ctx context.Context, d *gojev.Decider, opts gojev.Options, i
 		return nil, nil, err
 	}
 	if prior != nil {
-		j.tell(PriorEvent{Step: PriorRead, From: from, Prior: prior})
+		j.tell(PriorEvent{Step: from, Prior: prior})
 		d.SetPrior(prior)
 		return prior, nil, nil
 	}
@@ -502,7 +485,7 @@ func (j *Job) prior(ctx context.Context, d *gojev.Decider, opts gojev.Options, i
 	}
 	frac := cmp.Or(j.SampleFraction, debias.DefaultSampleFraction)
 	minRows := cmp.Or(j.SampleMinRows, debias.DefaultMinSampleRows)
-	rows, lines, total, err := PriorSample(f, frac, minRows)
+	rows, lines, total, err := priorSample(f, frac, minRows)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -531,11 +514,11 @@ func (j *Job) prior(ctx context.Context, d *gojev.Decider, opts gojev.Options, i
 	return prior, byLine, nil
 }
 
-// ReadPrior reads PriDe's prior file at path for a model and contract (promptVersion): nil
+// readPriorFile reads PriDe's prior file at path for a model and contract (promptVersion): nil
 // when the file does not exist yet (estimate one, then save it there), a SetupError (Field
 // "PriorFile", wrapping debias.ErrPriorFile or ErrPriorMismatch) when it cannot be read or
 // was estimated for another model or contract.
-func ReadPrior(path string, model debias.ModelID, promptVersion string) (*debias.Prior, error) {
+func readPriorFile(path string, model debias.ModelID, promptVersion string) (*debias.Prior, error) {
 	p, err := debias.LoadPrior(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -551,16 +534,16 @@ func ReadPrior(path string, model debias.ModelID, promptVersion string) (*debias
 
 // readPrior reads PriorFile (nil when it does not exist yet), else the calibration profile's
 // prior, each checked against the model and contract.
-func (j *Job) readPrior(opts gojev.Options, model debias.ModelID, promptVersion string) (*debias.Prior, PriorSource, error) {
+func (j *Job) readPrior(opts gojev.Options, model debias.ModelID, promptVersion string) (*debias.Prior, PriorStep, error) {
 	if j.PriorFile != "" {
-		p, err := ReadPrior(j.PriorFile, model, promptVersion)
-		return p, FromPriorFile, err
+		p, err := readPriorFile(j.PriorFile, model, promptVersion)
+		return p, PriorFromFile, err
 	}
 	if prof := opts.Calibration; prof != nil && prof.Prior != nil {
 		if err := prof.Prior.Check(model, promptVersion); err != nil {
 			return nil, 0, &SetupError{"Calibration", fmt.Errorf("%s: its prior: %w", j.profileName(), err)}
 		}
-		return prof.Prior, FromProfile, nil
+		return prof.Prior, PriorFromProfile, nil
 	}
 	return nil, 0, nil
 }

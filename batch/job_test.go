@@ -15,6 +15,7 @@ import (
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/internal/testenv"
+	"github.com/gojev/gojev/internal/version"
 )
 
 // writeRows writes n rows of k options (ids r1..rn) and returns the file's path.
@@ -33,7 +34,7 @@ func writeRows(t *testing.T, dir string, n, k int) string {
 func openSmall(t *testing.T) func(context.Context, gojev.Options) (*gojev.Decider, error) {
 	model := testenv.SmallModel(t)
 	return func(ctx context.Context, o gojev.Options) (*gojev.Decider, error) {
-		o.NThreads = 2
+		o.Runtime.NThreads = 2
 		return gojev.Open(ctx, model, o)
 	}
 }
@@ -125,7 +126,7 @@ func TestJobRunsAndResumes(t *testing.T) {
 	meta, err := batch.ReadRunFile(batch.RunFilePath(out))
 	require.NoError(t, err)
 	assert.Equal(t, "test", meta.Jev, "the caller's fields are kept")
-	assert.Equal(t, batch.LlamaCppVersion(), meta.LlamaCpp, "an empty version is filled in")
+	assert.Equal(t, version.LlamaCpp(), meta.LlamaCpp, "an empty version is filled in")
 	assert.Equal(t, []string{"decide"}, meta.Args)
 	assert.Equal(t, rows, meta.Input)
 	assert.Equal(t, "direct-options-v1", meta.PromptVersion)
@@ -206,12 +207,12 @@ func TestJobFindsPriDesPrior(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 4, saved.ByOptions[3].SampleRows)
 	assert.Equal(t, filepath.Base(testenv.SmallModel(t)), saved.Model.File)
-	again, err := batch.ReadPrior(priorFile, saved.Model, "direct-options-v1")
+	again, err := batch.ReadPriorFile(priorFile, saved.Model, "direct-options-v1")
 	require.NoError(t, err)
 	assert.Equal(t, saved, again)
-	_, err = batch.ReadPrior(priorFile, debias.ModelID{File: "other.gguf", SHA256: "cd"}, "direct-options-v1")
+	_, err = batch.ReadPriorFile(priorFile, debias.ModelID{File: "other.gguf", SHA256: "cd"}, "direct-options-v1")
 	assert.ErrorIs(t, err, debias.ErrPriorMismatch)
-	none, err := batch.ReadPrior(filepath.Join(dir, "none.json"), saved.Model, "direct-options-v1")
+	none, err := batch.ReadPriorFile(filepath.Join(dir, "none.json"), saved.Model, "direct-options-v1")
 	assert.NoError(t, err)
 	assert.Nil(t, none, "no file yet: estimate one")
 	meta, err := batch.ReadRunFile(batch.RunFilePath(job.Output))
@@ -231,8 +232,7 @@ func TestJobFindsPriDesPrior(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, sum.Rows, "decides nothing")
 	require.Len(t, events, 1)
-	assert.Equal(t, batch.PriorRead, events[0].Step)
-	assert.Equal(t, batch.FromPriorFile, events[0].From)
+	assert.Equal(t, batch.PriorFromFile, events[0].Step)
 
 	// A Decider that has a prior already (SetPrior, here by the runs above) keeps it: nothing
 	// is estimated, and the run file records that prior.

@@ -7,13 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/internal/atomicfile"
+	"github.com/gojev/gojev/internal/jsonl"
 )
 
 // Merge joins the results files of one input's shards (parts) into one file in input order,
@@ -108,53 +107,23 @@ type Merged struct {
 	NoRunFiles bool
 }
 
-// Problem is one thing that keeps merged parts from adding up to their input: Kind is one of
-// ProblemKinds', Line the input line concerned (0: none), Detail a sentence for a person.
+// Problem is one thing that keeps merged parts from adding up to their input: Line is the input
+// line concerned (0: none), Detail a sentence for a person, and Kind one of
+//
+//	busy       a part still being written (its lock is held)
+//	shard      a shard none of whose rows arrived
+//	missing    an input line no part holds
+//	duplicate  an input line two records hold
+//	foreign    a record whose line is not in the input, or whose id is not that line's
+//	cut        a part whose last line was cut short
+//	norun      a part without a run file, beside parts with one
 type Problem struct {
 	Kind   string `json:"kind"`
 	Line   int    `json:"line,omitempty"`
 	Detail string `json:"detail"`
 }
 
-// ProblemKinds are the kinds of Problem, in the order a report lists them, with their titles
-// for one problem and for several.
-var ProblemKinds = []struct{ Kind, Title, Plural string }{
-	{"busy", "part still being written", "parts still being written"},
-	{"shard", "shard incomplete", "shards incomplete"},
-	{"missing", "missing row", "missing rows"},
-	{"duplicate", "duplicate row", "duplicate rows"},
-	{"foreign", "foreign row", "foreign rows"},
-	{"cut", "cut part", "cut parts"},
-	{"norun", "part without a run file", "parts without a run file"},
-}
-
-// ExpandParts expands the glob patterns among parts that name no file themselves (for a
-// scheduler that runs a merge without a shell); a pattern that matches nothing is an error.
-// Run files and temporary files the pattern matches are left out.
-func ExpandParts(parts []string) ([]string, error) {
-	var out []string
-	for _, p := range parts {
-		if _, err := os.Stat(p); err == nil || !strings.ContainsAny(p, "*?[") {
-			out = append(out, p)
-			continue
-		}
-		matches, err := filepath.Glob(p)
-		if err != nil {
-			return nil, fmt.Errorf("%q: %w", p, err)
-		}
-		if len(matches) == 0 {
-			return nil, fmt.Errorf("%q matches no file", p)
-		}
-		for _, mp := range matches {
-			if !strings.HasSuffix(mp, ".run.json") && !strings.HasSuffix(mp, ".tmp") {
-				out = append(out, mp)
-			}
-		}
-	}
-	return out, nil
-}
-
-// inputKeys returns the RowKey of every line of the rows file, indexed by line number (index
+// inputKeys returns the rowKey of every line of the rows file, indexed by line number (index
 // 0 unused), as Run names the rows it decides.
 func inputKeys(path string) ([]string, error) {
 	f, err := os.Open(path)
@@ -163,10 +132,10 @@ func inputKeys(path string) ([]string, error) {
 	}
 	defer f.Close()
 	keys := []string{""}
-	sc := NewScanner(f)
+	sc := jsonl.NewScanner(f)
 	for sc.Scan() {
 		row, _ := contract.ParseRow(bytes.TrimSpace(sc.Line().Bytes))
-		keys = append(keys, RowKey(row.ID, sc.Line().N))
+		keys = append(keys, rowKey(row.ID, sc.Line().N))
 	}
 	return keys, sc.Err()
 }
@@ -196,7 +165,7 @@ func (m *merger) readPart(i int, path string) error {
 	if heldByOther(f) {
 		m.problems = append(m.problems, Problem{"busy", 0, fmt.Sprintf("%s is still being written (a jev decide holds it): merge when its shard has ended", path)})
 	}
-	sc := NewScanner(f)
+	sc := jsonl.NewScanner(f)
 	for sc.Scan() {
 		l := sc.Line()
 		n, line := l.N, l.Bytes
@@ -207,7 +176,7 @@ func (m *merger) readPart(i int, path string) error {
 			}
 			break
 		}
-		rec, ok := ParseHead(line)
+		rec, ok := parseHead(line)
 		switch {
 		case !ok || rec.Line == 0:
 			return fmt.Errorf("%s line %d is %w with a line number (%.60q)", path, n, ErrNotRecord, line)
@@ -216,11 +185,11 @@ func (m *merger) readPart(i int, path string) error {
 				fmt.Sprintf("%s line %d: a record of input line %d, but the input has %d lines", path, n, rec.Line, len(m.keys)-1)})
 		case rec.Key != m.keys[rec.Line]:
 			m.problems = append(m.problems, Problem{"foreign", rec.Line,
-				fmt.Sprintf("%s line %d: a record of id %s for input line %d, which has id %s", path, n, KeyID(rec.Key), rec.Line, KeyID(m.keys[rec.Line]))})
+				fmt.Sprintf("%s line %d: a record of id %s for input line %d, which has id %s", path, n, keyID(rec.Key), rec.Line, keyID(m.keys[rec.Line]))})
 		case m.at[rec.Line].part != 0:
 			first := m.at[rec.Line]
 			m.problems = append(m.problems, Problem{"duplicate", rec.Line,
-				fmt.Sprintf("input line %d (id %s): %s line %d and %s line %d", rec.Line, KeyID(rec.Key), m.parts[first.part-1], first.partLineNo, path, n)})
+				fmt.Sprintf("input line %d (id %s): %s line %d and %s line %d", rec.Line, keyID(rec.Key), m.parts[first.part-1], first.partLineNo, path, n)})
 		default:
 			m.at[rec.Line] = recordAt{part: i + 1, off: l.Offset, n: int64(l.Size), partLineNo: n}
 		}
@@ -274,7 +243,7 @@ func (m *merger) checkMissing(metas []*RunFile) {
 	if n > 0 {
 		byShard := map[int]int{}
 		for _, l := range missing {
-			byShard[ShardOf(l, n)]++
+			byShard[shardOf(l, n)]++
 		}
 		for i := range n {
 			s := Shard{I: i, N: n}
@@ -283,7 +252,7 @@ func (m *merger) checkMissing(metas []*RunFile) {
 			case size > 0 && byShard[i] == size:
 				m.problems = append(m.problems, Problem{"shard", 0,
 					fmt.Sprintf("shard %s: none of its %d rows is in the parts: its file is missing (or empty); run jev decide --shard %s", s, size, s)})
-				missing = slices.DeleteFunc(missing, func(l int) bool { return ShardOf(l, n) == i })
+				missing = slices.DeleteFunc(missing, func(l int) bool { return shardOf(l, n) == i })
 			case byShard[i] > 0 && unfinished[i] != "":
 				m.problems = append(m.problems, Problem{"shard", 0,
 					fmt.Sprintf("shard %s: %d of its %d rows are missing, and the run file of %s says its run did not finish (killed?): rerun it with jev decide --shard %s --resume", s, byShard[i], size, unfinished[i], s)})
@@ -291,7 +260,7 @@ func (m *merger) checkMissing(metas []*RunFile) {
 		}
 	}
 	for _, l := range missing {
-		m.problems = append(m.problems, Problem{"missing", l, fmt.Sprintf("input line %d (id %s)", l, KeyID(m.keys[l]))})
+		m.problems = append(m.problems, Problem{"missing", l, fmt.Sprintf("input line %d (id %s)", l, keyID(m.keys[l]))})
 	}
 }
 
@@ -322,7 +291,7 @@ func (m *merger) write(w io.Writer, sum *Summary) error {
 		if _, err := f.ReadAt(buf, at.off); err != nil {
 			return fmt.Errorf("reading %s: %w", parts[at.part-1], err)
 		}
-		rec, _, err := Decode(bytes.TrimSuffix(buf, []byte("\n")))
+		rec, _, err := decodeEntry(bytes.TrimSuffix(buf, []byte("\n")))
 		if err != nil {
 			return fmt.Errorf("%s line %d: %w", parts[at.part-1], at.partLineNo, err)
 		}

@@ -9,14 +9,15 @@ import (
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
+	"github.com/gojev/gojev/internal/jsonl"
 )
 
-// PriorSample picks PriDe's estimation sample from a rows file, without looking at labels:
+// priorSample picks PriDe's estimation sample from a rows file, without looking at labels:
 // for each option count k ≥ 2, debias.SampleIndices among the valid rows with k options
 // (fraction of them, at least minRows, evenly spaced; debias.DefaultSampleFraction and
 // DefaultMinSampleRows are PriDe's). It returns the rows with their line numbers, in file
 // order, and the number of valid rows with two or more options, and rewinds r.
-func PriorSample(r io.ReadSeeker, fraction float64, minRows int) (rows []contract.Row, lines []int, total int, err error) {
+func priorSample(r io.ReadSeeker, fraction float64, minRows int) (rows []contract.Row, lines []int, total int, err error) {
 	byK := map[int][]int{}
 	if err := scanRows(r, func(line []byte, lineNo int) {
 		if row, err := contract.ParseRow(line); err == nil && len(row.Options) > 1 {
@@ -43,22 +44,6 @@ func PriorSample(r io.ReadSeeker, fraction float64, minRows int) (rows []contrac
 	return rows, lines, total, nil
 }
 
-// EstimatePrior estimates PriDe's letter prior on the PriorSample of a rows file (d must serve
-// the direct or guarded contract; gojev.Decider.EstimatePrior) and returns it with the sample
-// rows' decisions by input line, for Config.Decided (each decided by the average of its cyclic
-// permutations, as the paper decides its sample). It does not set the prior on d, and leaves
-// Prior.Model for the caller to fill. ErrNoSample when no row has two or more options.
-func EstimatePrior(ctx context.Context, d *gojev.Decider, r io.ReadSeeker, fraction float64, minRows int) (*debias.Prior, map[int]gojev.Outcome, error) {
-	rows, lines, _, err := PriorSample(r, fraction, minRows)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(rows) == 0 {
-		return nil, nil, ErrNoSample
-	}
-	return estimateOn(ctx, d, rows, lines)
-}
-
 // estimateOn estimates the prior on sample rows (at the input lines lines) and returns their
 // decisions by line.
 func estimateOn(ctx context.Context, d *gojev.Decider, rows []contract.Row, lines []int) (*debias.Prior, map[int]gojev.Outcome, error) {
@@ -82,7 +67,7 @@ func scanRows(r io.ReadSeeker, fn func(line []byte, lineNo int)) error {
 	if _, err := r.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	sc := NewScanner(r)
+	sc := jsonl.NewScanner(r)
 	for sc.Scan() {
 		fn(bytes.TrimSpace(sc.Line().Bytes), sc.Line().N)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/internal/jsonl"
 )
 
 // Resuming: continue a run whose results file holds the records of part of the input.
@@ -31,31 +32,31 @@ import (
 // row at the record's line.
 var ErrNotThisInput = errors.New("the results file is not this input's output")
 
-// Output is a results file open for one run's records: its folder created, locked against a
+// output is a results file open for one run's records: its folder created, locked against a
 // second writer (flock: ErrBusy), synced to disk about once a second while written and on
 // Close. It is an io.Writer; each record should be written with one Write of a whole line.
-type Output struct {
+type output struct {
 	f       *os.File
 	path    string
-	created bool // the file did not exist before Create
+	created bool // the file did not exist before create
 	started bool
 	last    time.Time
 }
 
-// Create opens path for a new run's records without truncating it yet: call Start once the run
+// create opens path for a new run's records without truncating it yet: call Start once the run
 // can start (the model loaded), so that a run that fails to start leaves an earlier results
-// file as it was; Close removes a file Create made if Start was never called.
-func Create(path string) (*Output, error) {
+// file as it was; Close removes a file create made if Start was never called.
+func create(path string) (*output, error) {
 	_, statErr := os.Lstat(path)
 	f, err := openLocked(path)
 	if err != nil {
 		return nil, err
 	}
-	return &Output{f: f, path: path, created: errors.Is(statErr, fs.ErrNotExist), last: time.Now()}, nil
+	return &output{f: f, path: path, created: errors.Is(statErr, fs.ErrNotExist), last: time.Now()}, nil
 }
 
 // Start empties the file for the run's records.
-func (o *Output) Start() error {
+func (o *output) Start() error {
 	o.started = true
 	if st, err := o.f.Stat(); err == nil && st.Mode().IsRegular() {
 		return o.f.Truncate(0)
@@ -65,7 +66,7 @@ func (o *Output) Start() error {
 
 // Write writes p, syncing the file at most once a second, so a machine crash loses at most
 // about that much output (a killed process loses nothing that was written).
-func (o *Output) Write(p []byte) (int, error) {
+func (o *output) Write(p []byte) (int, error) {
 	n, err := o.f.Write(p)
 	if err == nil && time.Since(o.last) >= time.Second {
 		o.last = time.Now()
@@ -74,9 +75,9 @@ func (o *Output) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Close syncs and closes the file, releasing its lock (and removes it when Create made it and
+// Close syncs and closes the file, releasing its lock (and removes it when create made it and
 // the run never started).
-func (o *Output) Close() error {
+func (o *output) Close() error {
 	err := closeSynced(o.f)
 	if o.created && !o.started {
 		return errors.Join(err, os.Remove(o.path))
@@ -84,15 +85,16 @@ func (o *Output) Close() error {
 	return err
 }
 
-// Resume is a results file open to continue the run that wrote it: an Output positioned after
-// the records it holds, which Skip matches to the input's rows.
+// Resume is a results file open to continue the run that wrote it: an io.WriteCloser positioned
+// after the records it holds (locked against a second writer, synced about once a second),
+// which Skip matches to the input's rows.
 type Resume struct {
-	*Output
+	*output
 	// Records counts the whole records kept; Dropped is the length in bytes of a cut last
 	// line that was removed (0 when the file ended with a newline).
 	Records, Dropped int
-	byLine           map[int]string // the RowKey of each record with a line number
-	byID             map[string]int // records without a line number (older files), by RowKey
+	byLine           map[int]string // the rowKey of each record with a line number
+	byID             map[string]int // records without a line number (older files), by rowKey
 }
 
 // OpenResume opens the results file at path (locked) to append after the records it holds. A
@@ -119,7 +121,7 @@ func OpenResume(path string) (*Resume, error) {
 		_ = f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	r.Output = &Output{f: f, path: path, started: true, last: time.Now()}
+	r.output = &output{f: f, path: path, started: true, last: time.Now()}
 	return r, nil
 }
 
@@ -127,13 +129,13 @@ func OpenResume(path string) (*Resume, error) {
 // last newline.
 func readHeads(r io.Reader) (*Resume, int64, error) {
 	set := &Resume{byLine: map[int]string{}, byID: map[string]int{}}
-	sc := NewScanner(r)
+	sc := jsonl.NewScanner(r)
 	for sc.Scan() {
 		l := sc.Line()
 		if l.Cut {
 			break // a write cut short: left out (Line.Cut)
 		}
-		rec, ok := ParseHead(l.Bytes)
+		rec, ok := parseHead(l.Bytes)
 		switch {
 		case !ok:
 			return nil, 0, fmt.Errorf("line %d is not a jev decide record (%.60q): cannot resume into this file", l.N, l.Bytes)
@@ -159,10 +161,10 @@ func (s *Resume) Skip(line []byte, lineNo int) (bool, error) {
 		return false, nil
 	}
 	row, _ := contract.ParseRow(line) // on error the row still carries the id it could read
-	key := RowKey(row.ID, lineNo)
+	key := rowKey(row.ID, lineNo)
 	if rec, ok := s.byLine[lineNo]; ok {
 		if rec != key {
-			return false, fmt.Errorf("%w: its record for line %d has id %s, the input's line %d has %s", ErrNotThisInput, lineNo, KeyID(rec), lineNo, KeyID(key))
+			return false, fmt.Errorf("%w: its record for line %d has id %s, the input's line %d has %s", ErrNotThisInput, lineNo, keyID(rec), lineNo, keyID(key))
 		}
 		delete(s.byLine, lineNo)
 		return true, nil
@@ -198,8 +200,8 @@ func openLocked(path string) (*os.File, error) {
 	return f, nil
 }
 
-// Busy reports whether another process holds a results file's lock (a run still writing it).
-func Busy(path string) bool {
+// busy reports whether another process holds a results file's lock (a run still writing it).
+func busy(path string) bool {
 	f, err := os.Open(path)
 	if err != nil {
 		return false

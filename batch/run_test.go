@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/internal/testenv"
 )
@@ -38,7 +39,7 @@ func (w *cancelAfterFirstLine) Write(p []byte) (int, error) {
 }
 
 func TestInterruptedRunLeavesWholeLines(t *testing.T) {
-	d, err := gojev.Open(context.Background(), testenv.SmallModel(t), gojev.Options{NThreads: 2})
+	d, err := gojev.Open(context.Background(), testenv.SmallModel(t), gojev.Options{Runtime: backend.InProcessOptions{NThreads: 2}})
 	require.NoError(t, err)
 	defer d.Close()
 	ctx, cancel := context.WithCancel(context.Background())

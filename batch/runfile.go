@@ -1,26 +1,19 @@
 package batch
 
 import (
-	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"runtime/debug"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/internal/atomicfile"
 	"github.com/gojev/gojev/knockout"
-	"github.com/gojev/gojev/llama"
 )
 
 // RunFile is what a run records beside its results file, in <results>.run.json (RunFilePath):
@@ -29,8 +22,8 @@ import (
 // again when it ends; a resumed run and Merge compare run files (Disagrees) before they join
 // records decided apart.
 type RunFile struct {
-	// Jev and LlamaCpp are gojev's version (Version) and the pinned llama.cpp's
-	// (LlamaCppVersion).
+	// Jev and LlamaCpp are gojev's version and the pinned llama.cpp's ("v0.4.0 (80fb11ac73e6)"),
+	// filled in by Job.Run where empty.
 	Jev      string   `json:"jev"`
 	LlamaCpp string   `json:"llama_cpp"`
 	Args     []string `json:"args"`
@@ -96,62 +89,17 @@ func (m *RunFile) Throughput() float64 {
 	return float64(d) / e
 }
 
-// modulePath is gojev's module, as build info names it.
-const modulePath = "github.com/gojev/gojev"
-
-// Version is gojev's version as run files record it (RunFile.Jev), from the running
-// program's build info: when gojev is the program's own module (jev, built in a checkout),
-// "(devel)" and the commit ("(devel) 1a2b3c4d5e6f", "+dirty" for uncommitted changes); when it
-// is a dependency (a program embedding gojev), the version it requires (a tag, or a
-// pseudo-version naming the commit). "unknown" without build info.
-func Version() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	if info.Main.Path != modulePath {
-		for _, d := range info.Deps {
-			if d.Path == modulePath {
-				if d.Replace != nil {
-					d = d.Replace
-				}
-				return cmp.Or(d.Version, "(devel)")
-			}
-		}
-	}
-	v := info.Main.Version // "(devel)" in a checkout, else the module version
-	var rev, dirty string
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "+dirty"
-			}
-		}
-	}
-	if rev != "" && v == "(devel)" {
-		v += " " + rev[:min(12, len(rev))] + dirty
-	}
-	return v
-}
-
-// LlamaCppVersion is the pinned llama.cpp as run files record it (RunFile.LlamaCpp): its tag
-// and commit, "v0.4.0 (80fb11ac73e6)".
-func LlamaCppVersion() string { return llama.LlamaCppTag + " (" + llama.LlamaCppCommit[:12] + ")" }
-
 // RunCalibration is the calibration profile a run used.
 type RunCalibration struct {
 	File   string `json:"file"`
 	SHA256 string `json:"sha256"`
 }
 
-// RunFileSuffix is what a run file's name adds to its results file's.
-const RunFileSuffix = ".run.json"
+// runFileSuffix is what a run file's name adds to its results file's.
+const runFileSuffix = ".run.json"
 
-// RunFilePath is the run file beside a results file.
-func RunFilePath(results string) string { return results + RunFileSuffix }
+// RunFilePath is the run file beside a results file: <results>.run.json.
+func RunFilePath(results string) string { return results + runFileSuffix }
 
 // ErrRunFile: a run file that exists cannot be read (not JSON, not a run file).
 var ErrRunFile = errors.New("batch: unreadable run file")
@@ -192,49 +140,6 @@ func parseRunFile(path string, b []byte) (*RunFile, error) {
 		return nil, fmt.Errorf("%w %s: %w", ErrRunFile, path, err)
 	}
 	return &m, nil
-}
-
-// modelSHA256 returns the sha256 of a model file. scripts/fetch-model.sh leaves a stamp
-// "<sha256> <size> <mtime_ns>" in <file>.verified after checking a download; when the file's
-// size and mtime still match it, the recorded hash is used, else the file is hashed (about a
-// second a GB).
-func modelSHA256(path string) (string, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return "", err
-	}
-	if b, err := os.ReadFile(path + ".verified"); err == nil {
-		f := strings.Fields(string(b))
-		if len(f) == 3 && f[1] == strconv.FormatInt(st.Size(), 10) && f[2] == strconv.FormatInt(st.ModTime().UnixNano(), 10) {
-			return f[0], nil
-		}
-	}
-	return FileSHA256(path)
-}
-
-// FileSHA256 is the hex sha256 of a file's bytes.
-func FileSHA256(path string) (string, error) {
-	file, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer file.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, file); err != nil {
-		return "", fmt.Errorf("hashing %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// ModelIdentity names a model file as run files, priors and profiles record it: its base name,
-// general.name and sha256 (from the .verified stamp scripts/fetch-model.sh leaves beside a
-// checked download, while the file's size and mtime match it; else hashed, about a second a GB).
-func ModelIdentity(path, name string) (debias.ModelID, error) {
-	sum, err := modelSHA256(path)
-	if err != nil {
-		return debias.ModelID{}, err
-	}
-	return debias.ModelID{File: filepath.Base(path), Name: name, SHA256: sum}, nil
 }
 
 // RunDetect is what a run file records of the injection detector (gojev.Options.Detect).
@@ -290,6 +195,33 @@ func (a *RunFile) Disagrees(b *RunFile) string {
 		return "decode modes (--decode; packed is the default on a GPU)"
 	}
 	return ""
+}
+
+// Options are the decision options a run file records: the contract (from PromptVersion),
+// bias control, abstention, the injection detector and the knockout grouping. They choose
+// the scoring a calibration profile serves the run's records with (Options.ProfileScoring).
+func (m *RunFile) Options() gojev.Options {
+	opts := gojev.Options{Debias: m.Debias, Permute: m.Permute, AbstainBelow: m.AbstainBelow, Knockout: m.KnockoutOptions()}
+	for _, c := range []gojev.Contract{gojev.Binary, gojev.Guarded, gojev.Spotlight} {
+		if m.PromptVersion == c.String() {
+			opts.Contract = c
+		}
+	}
+	if d := m.Detect; d != nil {
+		opts.Detect, opts.DetectThreshold, opts.AbstainOnSuspect = true, d.Threshold, d.Abstain
+	}
+	return opts
+}
+
+// SetOptions records the decision options opts in the run file: the contract (PromptVersion),
+// bias control, abstention, the injection detector and the knockout grouping (nil at the
+// default). Options reads them back.
+func (m *RunFile) SetOptions(opts gojev.Options) {
+	m.PromptVersion, m.Debias, m.Permute, m.AbstainBelow = opts.Contract.String(), opts.Debias, opts.Permute, opts.AbstainBelow
+	m.Detect, m.Knockout = nil, runKnockout(opts.Knockout)
+	if opts.Detect {
+		m.Detect = &RunDetect{PromptVersion: contract.DetectPromptVersion, Threshold: opts.DetectThreshold, Abstain: opts.AbstainOnSuspect}
+	}
 }
 
 // KnockoutOptions is the run's knockout setting, the default spelled out.

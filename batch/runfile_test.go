@@ -13,7 +13,6 @@ import (
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/debias"
-	"github.com/gojev/gojev/llama"
 )
 
 func TestRunFileRoundTripAndErrors(t *testing.T) {
@@ -44,7 +43,7 @@ func TestRunFileRoundTripAndErrors(t *testing.T) {
 		_, err := batch.ReadRunFile(p)
 		assert.ErrorIs(t, err, batch.ErrRunFile, name)
 		assert.ErrorContains(t, err, p, "%s: the error names the file", name)
-		_, err = batch.RunFileOf(strings.TrimSuffix(p, batch.RunFileSuffix))
+		_, err = batch.RunFileOf(strings.TrimSuffix(p, ".run.json"))
 		assert.ErrorIs(t, err, batch.ErrRunFile, "%s: RunFileOf refuses a run file it cannot read", name)
 	}
 }
@@ -77,12 +76,4 @@ func TestRunFilesDisagree(t *testing.T) {
 	b.Shard = "3/4"
 	b.Knockout = &gojev.KnockoutOptions{Grouping: "shuffle"}
 	assert.Empty(t, base().Disagrees(b))
-}
-
-// The versions a run file records: gojev's own module here (a test binary of the checkout),
-// and the llama.cpp pin.
-func TestVersions(t *testing.T) {
-	assert.True(t, strings.HasPrefix(batch.Version(), "(devel)"), batch.Version())
-	assert.Equal(t, llama.LlamaCppTag+" ("+llama.LlamaCppCommit[:12]+")", batch.LlamaCppVersion())
-	assert.Regexp(t, `^v\d+\.\d+\.\d+ \([0-9a-f]{12}\)$`, batch.LlamaCppVersion())
 }

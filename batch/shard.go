@@ -29,8 +29,8 @@ func (s Shard) All() bool { return s.N == 0 }
 // Has reports whether input line lineNo (from 1) belongs to s.
 func (s Shard) Has(lineNo int) bool { return s.N == 0 || (lineNo-1)%s.N == s.I }
 
-// ShardOf returns the shard of N that line lineNo belongs to.
-func ShardOf(lineNo, n int) int { return (lineNo - 1) % n }
+// shardOf returns the shard of N that line lineNo belongs to.
+func shardOf(lineNo, n int) int { return (lineNo - 1) % n }
 
 // Size returns how many of lines input lines belong to s.
 func (s Shard) Size(lines int) int {
@@ -52,31 +52,31 @@ func (s Shard) Spec() string {
 	return s.String()
 }
 
-// ShardWords names a run file's shard (a Spec) for a message.
-func ShardWords(s string) string {
+// shardWords names a run file's shard (a Spec) for a message.
+func shardWords(s string) string {
 	if s == "" {
 		return "the whole input (no --shard)"
 	}
 	return "shard " + s
 }
 
-// The environment variables ShardFromEnv reads.
+// The environment variables ParseShard("auto") reads.
 const (
-	EnvSlurmID    = "SLURM_ARRAY_TASK_ID"
-	EnvSlurmCount = "SLURM_ARRAY_TASK_COUNT"
-	EnvSlurmMin   = "SLURM_ARRAY_TASK_MIN"
-	EnvSlurmMax   = "SLURM_ARRAY_TASK_MAX"
-	EnvK8sIndex   = "JOB_COMPLETION_INDEX"
-	// EnvShardCount carries a Kubernetes Indexed Job's completion count, which Kubernetes does
+	envSlurmID    = "SLURM_ARRAY_TASK_ID"
+	envSlurmCount = "SLURM_ARRAY_TASK_COUNT"
+	envSlurmMin   = "SLURM_ARRAY_TASK_MIN"
+	envSlurmMax   = "SLURM_ARRAY_TASK_MAX"
+	envK8sIndex   = "JOB_COMPLETION_INDEX"
+	// envShardCount carries a Kubernetes Indexed Job's completion count, which Kubernetes does
 	// not put in the pod's environment: the manifest sets it to spec.completions.
-	EnvShardCount = "JEV_SHARD_COUNT"
+	envShardCount = "JEV_SHARD_COUNT"
 )
 
-// ErrNoShardEnv: ShardFromEnv found neither a Slurm array task nor a Kubernetes Indexed Job.
-var ErrNoShardEnv = errors.New("--shard auto: no Slurm array task (" + EnvSlurmID + ") and no Kubernetes Indexed Job (" + EnvK8sIndex + ") in the environment")
+// ErrNoShardEnv: ParseShard("auto") found neither a Slurm array task nor a Kubernetes Indexed Job.
+var ErrNoShardEnv = errors.New("--shard auto: no Slurm array task (" + envSlurmID + ") and no Kubernetes Indexed Job (" + envK8sIndex + ") in the environment")
 
 // ParseShard reads a shard spec (jev decide --shard): "I/N" (0 ≤ I < N), "" for the whole
-// input, or "auto", which takes I and N from the scheduler's environment (getenv; ShardFromEnv):
+// input, or "auto", which takes I and N from the scheduler's environment (getenv, os.Getenv in a program; ErrNoShardEnv outside both):
 //   - a Slurm array job: I = SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN,
 //     N = SLURM_ARRAY_TASK_COUNT; the array must be a contiguous range (--array=0-15, or
 //     1-16), since a step or a list leaves some shard without a task;
@@ -89,7 +89,7 @@ func ParseShard(spec string, getenv func(string) string) (Shard, error) {
 		return Shard{}, nil
 	}
 	if spec == "auto" {
-		return ShardFromEnv(getenv)
+		return shardFromEnv(getenv)
 	}
 	is, ns, ok := strings.Cut(spec, "/")
 	i, ierr := strconv.Atoi(is)
@@ -107,15 +107,15 @@ func checkShard(i, n int, what string) (Shard, error) {
 	return Shard{I: i, N: n}, nil
 }
 
-// ShardFromEnv is ParseShard("auto"): the shard of a Slurm array task or a Kubernetes Indexed
+// shardFromEnv is ParseShard("auto"): the shard of a Slurm array task or a Kubernetes Indexed
 // Job from its environment (getenv, os.Getenv in a program); ErrNoShardEnv outside both.
-func ShardFromEnv(getenv func(string) string) (Shard, error) {
-	slurm, k8s := getenv(EnvSlurmID) != "", getenv(EnvK8sIndex) != ""
+func shardFromEnv(getenv func(string) string) (Shard, error) {
+	slurm, k8s := getenv(envSlurmID) != "", getenv(envK8sIndex) != ""
 	switch {
 	case slurm && k8s:
-		return Shard{}, fmt.Errorf("--shard auto: both %s and %s are set; pass --shard I/N", EnvSlurmID, EnvK8sIndex)
+		return Shard{}, fmt.Errorf("--shard auto: both %s and %s are set; pass --shard I/N", envSlurmID, envK8sIndex)
 	case slurm:
-		v, err := envInts(getenv, EnvSlurmID, EnvSlurmMin, EnvSlurmMax, EnvSlurmCount)
+		v, err := envInts(getenv, envSlurmID, envSlurmMin, envSlurmMax, envSlurmCount)
 		if err != nil {
 			return Shard{}, fmt.Errorf("--shard auto (Slurm array task): %w", err)
 		}
@@ -123,16 +123,16 @@ func ShardFromEnv(getenv func(string) string) (Shard, error) {
 		if hi-lo+1 != count {
 			return Shard{}, fmt.Errorf("--shard auto: the Slurm array %d-%d has %d tasks, not one per index: submit a contiguous range (--array=0-%d) or pass --shard I/N", lo, hi, count, count-1)
 		}
-		return checkShard(id-lo, count, fmt.Sprintf("--shard auto (%s=%d, %s=%d, %s=%d)", EnvSlurmID, id, EnvSlurmMin, lo, EnvSlurmCount, count))
+		return checkShard(id-lo, count, fmt.Sprintf("--shard auto (%s=%d, %s=%d, %s=%d)", envSlurmID, id, envSlurmMin, lo, envSlurmCount, count))
 	case k8s:
-		if getenv(EnvShardCount) == "" {
-			return Shard{}, fmt.Errorf("--shard auto: %s is set (a Kubernetes Indexed Job) but %s is not: set it in the Job's env to spec.completions", EnvK8sIndex, EnvShardCount)
+		if getenv(envShardCount) == "" {
+			return Shard{}, fmt.Errorf("--shard auto: %s is set (a Kubernetes Indexed Job) but %s is not: set it in the Job's env to spec.completions", envK8sIndex, envShardCount)
 		}
-		v, err := envInts(getenv, EnvK8sIndex, EnvShardCount)
+		v, err := envInts(getenv, envK8sIndex, envShardCount)
 		if err != nil {
 			return Shard{}, fmt.Errorf("--shard auto (Kubernetes Indexed Job): %w", err)
 		}
-		return checkShard(v[0], v[1], fmt.Sprintf("--shard auto (%s=%d, %s=%d)", EnvK8sIndex, v[0], EnvShardCount, v[1]))
+		return checkShard(v[0], v[1], fmt.Sprintf("--shard auto (%s=%d, %s=%d)", envK8sIndex, v[0], envShardCount, v[1]))
 	}
 	return Shard{}, ErrNoShardEnv
 }

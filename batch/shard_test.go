@@ -11,7 +11,7 @@ import (
 
 func TestParseShard(t *testing.T) {
 	slurm := func(id, lo, hi, count string) map[string]string {
-		return map[string]string{batch.EnvSlurmID: id, batch.EnvSlurmMin: lo, batch.EnvSlurmMax: hi, batch.EnvSlurmCount: count}
+		return map[string]string{"SLURM_ARRAY_TASK_ID": id, "SLURM_ARRAY_TASK_MIN": lo, "SLURM_ARRAY_TASK_MAX": hi, "SLURM_ARRAY_TASK_COUNT": count}
 	}
 	for _, tc := range []struct {
 		name    string
@@ -32,13 +32,13 @@ func TestParseShard(t *testing.T) {
 		{"Slurm, from 1", "auto", slurm("1", "1", "8", "8"), batch.Shard{I: 0, N: 8}, ""},
 		{"Slurm, from 5", "auto", slurm("7", "5", "8", "4"), batch.Shard{I: 2, N: 4}, ""},
 		{"Slurm, a step", "auto", slurm("4", "0", "6", "4"), batch.Shard{}, "the Slurm array 0-6 has 4 tasks"},
-		{"Slurm, no count", "auto", map[string]string{batch.EnvSlurmID: "1", batch.EnvSlurmMin: "0", batch.EnvSlurmMax: "3"}, batch.Shard{}, "SLURM_ARRAY_TASK_COUNT is not set"},
+		{"Slurm, no count", "auto", map[string]string{"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": "3"}, batch.Shard{}, "SLURM_ARRAY_TASK_COUNT is not set"},
 		{"Slurm, not a number", "auto", slurm("x", "0", "3", "4"), batch.Shard{}, `SLURM_ARRAY_TASK_ID="x" is not an integer`},
-		{"Kubernetes", "auto", map[string]string{batch.EnvK8sIndex: "2", batch.EnvShardCount: "4"}, batch.Shard{I: 2, N: 4}, ""},
-		{"Kubernetes, index 0", "auto", map[string]string{batch.EnvK8sIndex: "0", batch.EnvShardCount: "1"}, batch.Shard{I: 0, N: 1}, ""},
-		{"Kubernetes, no count", "auto", map[string]string{batch.EnvK8sIndex: "2"}, batch.Shard{}, "JEV_SHARD_COUNT is not: set it in the Job's env to spec.completions"},
-		{"Kubernetes, index past the count", "auto", map[string]string{batch.EnvK8sIndex: "4", batch.EnvShardCount: "4"}, batch.Shard{}, "got shard 4 of 4"},
-		{"both", "auto", map[string]string{batch.EnvK8sIndex: "1", batch.EnvShardCount: "4", batch.EnvSlurmID: "1"}, batch.Shard{}, "both SLURM_ARRAY_TASK_ID and JOB_COMPLETION_INDEX are set"},
+		{"Kubernetes", "auto", map[string]string{"JOB_COMPLETION_INDEX": "2", "JEV_SHARD_COUNT": "4"}, batch.Shard{I: 2, N: 4}, ""},
+		{"Kubernetes, index 0", "auto", map[string]string{"JOB_COMPLETION_INDEX": "0", "JEV_SHARD_COUNT": "1"}, batch.Shard{I: 0, N: 1}, ""},
+		{"Kubernetes, no count", "auto", map[string]string{"JOB_COMPLETION_INDEX": "2"}, batch.Shard{}, "JEV_SHARD_COUNT is not: set it in the Job's env to spec.completions"},
+		{"Kubernetes, index past the count", "auto", map[string]string{"JOB_COMPLETION_INDEX": "4", "JEV_SHARD_COUNT": "4"}, batch.Shard{}, "got shard 4 of 4"},
+		{"both", "auto", map[string]string{"JOB_COMPLETION_INDEX": "1", "JEV_SHARD_COUNT": "4", "SLURM_ARRAY_TASK_ID": "1"}, batch.Shard{}, "both SLURM_ARRAY_TASK_ID and JOB_COMPLETION_INDEX are set"},
 		{"no scheduler", "auto", nil, batch.Shard{}, batch.ErrNoShardEnv.Error()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,14 +2,17 @@ package batch
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/internal/jsonl"
 )
 
 // DefaultWindow is Config.Window's default: rows decided at once.
@@ -31,7 +34,7 @@ type Config struct {
 	// Result nor an error is decided as usual.
 	Decided map[int]gojev.Outcome
 	// Encode turns one record (a Record or an ErrorRecord) into one whole line; nil writes
-	// JSON lines (JSONLines).
+	// JSON lines (RecordLine's).
 	Encode func(rec any) ([]byte, error)
 	// OnRecord, when set, is called from Run's goroutine after each input line of the shard
 	// is written or skipped, in input order, with the record (nil for a skipped line) and the
@@ -116,34 +119,19 @@ func (s *Summary) TopLetter() (string, int) {
 	return best, n
 }
 
-// A letter skew: once SkewMinRows lettered decisions are in, one letter holding SkewShare of
+// A letter skew: once skewMinRows lettered decisions are in, one letter holding skewShare of
 // them says the model is choosing a position, not an option (jev decide warns; bias control,
 // PriDe or permutations, is the remedy).
 const (
-	SkewMinRows = 20
-	SkewShare   = 0.8
+	skewMinRows = 20
+	skewShare   = 0.8
 )
 
-// Skewed returns the most chosen letter and its count, and whether it takes SkewShare of at
-// least SkewMinRows lettered decisions.
+// Skewed returns the most chosen letter and its count, and whether it takes 80 % of at least
+// 20 lettered decisions: the model is choosing a position, not an option.
 func (s *Summary) Skewed() (letter string, n int, skewed bool) {
 	letter, n = s.TopLetter()
-	return letter, n, s.Lettered >= SkewMinRows && float64(n) >= SkewShare*float64(s.Lettered)
-}
-
-// JSONLines returns an encoder of records as JSON lines, HTML characters unescaped, one
-// line and its newline per record (not safe for concurrent use).
-func JSONLines() func(rec any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	return func(rec any) ([]byte, error) {
-		buf.Reset()
-		if err := enc.Encode(rec); err != nil {
-			return nil, err
-		}
-		return buf.Bytes(), nil
-	}
+	return letter, n, s.Lettered >= skewMinRows && float64(n) >= skewShare*float64(s.Lettered)
 }
 
 // beginFunc begins deciding one row (at input line lineNo) and returns the wait for its
@@ -183,7 +171,7 @@ func run(ctx context.Context, begin beginFunc, in io.Reader, out io.Writer, cfg 
 	}
 	encode := cfg.Encode
 	if encode == nil {
-		encode = JSONLines()
+		encode = jsonl.Encoder()
 	}
 	type slot struct {
 		lineNo  int
@@ -201,7 +189,7 @@ func run(ctx context.Context, begin beginFunc, in io.Reader, out io.Writer, cfg 
 		// row waits for it before its own Begin, so rows enter the scheduler in input order.
 		begun := make(chan struct{})
 		close(begun)
-		sc := NewScanner(in)
+		sc := jsonl.NewScanner(in)
 		for sc.Scan() {
 			l := sc.Line()
 			if ctx.Err() != nil {
@@ -266,14 +254,10 @@ func run(ctx context.Context, begin beginFunc, in io.Reader, out io.Writer, cfg 
 			drain()
 			return finish(fmt.Errorf("stopped at line %d: %w", s.lineNo, err))
 		}
-		rec := s.rec
-		b, err := encode(rec)
+		rec, b, err := encodeRecord(encode, s.rec, s.lineNo)
 		if err != nil {
-			rec = UnencodableRecord(rec, s.lineNo, err)
-			if b, err = encode(rec); err != nil {
-				drain()
-				return finish(err)
-			}
+			drain()
+			return finish(err)
 		}
 		if _, err := out.Write(b); err != nil {
 			drain()
@@ -318,9 +302,34 @@ func decideLine(ctx context.Context, begin beginFunc, prev <-chan struct{}, next
 	return ErrorRecord{ID: row.IDJSON(), Line: lineNo, Error: err.Error()}
 }
 
-// UnencodableRecord is the error record that replaces a record JSON cannot encode (NaN logits
+// RecordLine is the line a results file holds for the row at input line lineNo (id: the row's,
+// contract.Row.IDJSON) decided as o: its Record, or an ErrorRecord for o.Err or for a Result
+// JSON cannot encode (a NaN logit from a damaged model that still loads), as one JSON line with
+// its newline. Run writes these lines; a program that decides rows its own way (jev bench)
+// writes the same file with it.
+func RecordLine(lineNo int, id json.RawMessage, o gojev.Outcome) []byte {
+	var rec any = Record{Result: o.Result, Line: lineNo}
+	if o.Err != nil || o.Result == nil {
+		rec = ErrorRecord{ID: id, Line: lineNo, Error: cmp.Or(o.Err, errors.New("no result")).Error()}
+	}
+	_, b, _ := encodeRecord(jsonl.Encoder(), rec, lineNo) // JSON lines always encode an ErrorRecord
+	return b
+}
+
+// encodeRecord encodes a record with encode; a record encode fails on becomes the
+// unencodableRecord that replaces it. It returns the record written and its bytes.
+func encodeRecord(encode func(any) ([]byte, error), rec any, lineNo int) (any, []byte, error) {
+	b, err := encode(rec)
+	if err != nil {
+		rec = unencodableRecord(rec, lineNo, err)
+		b, err = encode(rec)
+	}
+	return rec, b, err
+}
+
+// unencodableRecord is the error record that replaces a record JSON cannot encode (NaN logits
 // from a damaged model that still loads), keeping its id.
-func UnencodableRecord(rec any, lineNo int, err error) ErrorRecord {
+func unencodableRecord(rec any, lineNo int, err error) ErrorRecord {
 	var id json.RawMessage
 	switch r := rec.(type) {
 	case Record:

@@ -110,9 +110,9 @@ func (b *biasFlags) checkShard(m debias.Method, part batch.Shard, out string, re
 // report says on w what batch.Job did to find PriDe's prior (profile: the --calibration file).
 func (b *biasFlags) report(w io.Writer, ev batch.PriorEvent, profile string) {
 	switch ev.Step {
-	case batch.PriorRead:
+	case batch.PriorFromFile, batch.PriorFromProfile:
 		from := b.priorFile
-		if ev.From == batch.FromProfile {
+		if ev.Step == batch.PriorFromProfile {
 			from = "the calibration profile " + profile
 		}
 		fmt.Fprintf(w, "jev decide: PriDe: prior read from %s: %s\n", from, ev.Prior)

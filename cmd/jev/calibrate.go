@@ -12,8 +12,8 @@ import (
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/calibrate"
-	"github.com/gojev/gojev/internal/cli"
 	"github.com/gojev/gojev/internal/app/report"
+	"github.com/gojev/gojev/internal/cli"
 )
 
 const calibrateSynopsis = `Usage: jev calibrate RESULTS.jsonl [more.jsonl ...] [-o profile.json] [--eval HELD.jsonl ...]
@@ -204,7 +204,7 @@ func (c *calibrationFlags) threshold(p *calibrate.Profile, opts *gojev.Options, 
 	return nil
 }
 
-// applyProfile is jev calibrate --apply: one results file through batch.CalibrateFile into out.
+// applyProfile is jev calibrate --apply: one results file through batch.ApplyProfile into out.
 func applyProfile(files []string, out string, cf *calibrationFlags, stderr io.Writer) error {
 	if len(files) != 1 || out == "" {
 		return cli.Usage(errors.New("--apply PROFILE calibrates one results file into -o FILE: jev calibrate --apply profile.json results.jsonl -o calibrated.jsonl"))
@@ -225,7 +225,7 @@ func applyProfile(files []string, out string, cf *calibrationFlags, stderr io.Wr
 	if err := cf.threshold(prof, &opts, stderr, false, "calibrate"); err != nil {
 		return err
 	}
-	res, err := batch.CalibrateFile(in, out, prof, cf.profile, opts.AbstainBelow)
+	sum, err := batch.ApplyProfile(in, out, prof, cf.profile, opts.AbstainBelow)
 	var se *batch.SetupError
 	if errors.As(err, &se) {
 		return cli.Usage(fmt.Errorf("--apply %w", se.Err))
@@ -233,7 +233,7 @@ func applyProfile(files []string, out string, cf *calibrationFlags, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	n, abstained := res.Decisions, res.Abstained
+	n, abstained := sum.Decided, sum.Abstained
 	fmt.Fprintf(stderr, "jev calibrate: %d decisions of %s calibrated with %s into %s", n, in, cf.profile, out)
 	if opts.AbstainBelow > 0 && n > 0 {
 		fmt.Fprintf(stderr, "; %d abstained below p=%.4f (coverage %.1f%%)", abstained, opts.AbstainBelow, 100*float64(n-abstained)/float64(n))

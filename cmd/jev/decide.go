@@ -171,7 +171,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		RunFile: batch.RunFile{Args: args, NThreads: mf.threads},
 		Open:    func(ctx context.Context, o gojev.Options) (*gojev.Decider, error) { return mf.open(ctx, stderr, o) }}
 	if text {
-		job.Encode = batch.TextLines(toTerminal)
+		job.Encode = textLines(toTerminal)
 	}
 	sum := summary{part: part, abstaining: opts.AbstainBelow > 0 || opts.AbstainOnSuspect, detecting: opts.Detect}
 	var bar *progressbar.ProgressBar

@@ -102,8 +102,9 @@ func (f *modelFlags) pluginList() []string {
 
 // options turns the flags into gojev.Options (the contract and bias control are the caller's).
 func (f *modelFlags) options() (gojev.Options, error) {
-	opts := gojev.Options{NGPULayers: f.nGPULayers, NoGPU: f.nGPULayers == 0, NCtx: f.nCtx, NBatch: f.nBatch, NThreads: f.threads,
-		NoMmap: f.noMmap, Renderer: f.renderer, Plugins: f.pluginList(), CPUFallback: f.cpuFallback, Decode: f.decode}
+	opts := gojev.Options{
+		Runtime: backend.InProcessOptions{NGPULayers: f.nGPULayers, NoGPU: f.nGPULayers == 0, NCtx: f.nCtx, NBatch: f.nBatch, NThreads: f.threads, NoMmap: f.noMmap, Renderer: f.renderer, Plugins: f.pluginList(), CPUFallback: f.cpuFallback, Decode: f.decode},
+	}
 	// The runtime's own check (backend.InProcessOptions.Check), before any model is loaded.
 	if err := (backend.InProcessOptions{NCtx: f.nCtx, NBatch: f.nBatch, NThreads: f.threads, Decode: f.decode}).Check(); err != nil {
 		return opts, cli.Usage(fmt.Errorf("%w (flags -c/--ctx-size, -b/--batch-size, -t/--threads, --decode)", err))
@@ -115,20 +116,20 @@ func (f *modelFlags) options() (gojev.Options, error) {
 	for _, w := range warnings {
 		slog.Warn("--chat-template-kwargs: " + w)
 	}
-	opts.ChatTemplateKwargs = kwargs
+	opts.Runtime.ChatTemplateKwargs = kwargs
 	if f.templateFile != "" {
 		src, err := os.ReadFile(f.templateFile)
 		if err != nil {
 			return opts, cli.Usage(fmt.Errorf("--chat-template-file: %w", err))
 		}
-		opts.ChatTemplate = string(src)
+		opts.Runtime.ChatTemplate = string(src)
 	}
 	if f.templateDate != "" {
 		t, err := time.Parse(time.DateOnly, f.templateDate)
 		if err != nil {
 			return opts, cli.Usage(fmt.Errorf("--template-date: want YYYY-MM-DD: %w", err))
 		}
-		opts.TemplateTime = t
+		opts.Runtime.TemplateTime = t
 	}
 	return opts, nil
 }
@@ -152,7 +153,7 @@ func (f *modelFlags) open(ctx context.Context, stderr io.Writer, base gojev.Opti
 			return nil, cli.Usage(fmt.Errorf("--renderer %s: with --runtime the server renders (--renderer server)", f.renderer))
 		}
 		b := backend.NewHTTP(f.runtime, backend.HTTPOptions{
-			Options: backend.Options{ChatTemplateKwargs: opts.ChatTemplateKwargs, TemplateTime: opts.TemplateTime},
+			Options: backend.Options{ChatTemplateKwargs: opts.Runtime.ChatTemplateKwargs, TemplateTime: opts.Runtime.TemplateTime},
 			APIKey:  f.key(), NProbs: f.nProbs,
 		})
 		if err := b.Ready(ctx); err != nil { // before any work: not reported as a model failing its checks

@@ -20,12 +20,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gojev/gojev/internal/cli"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/gojev/gojev/internal/cli"
 )
 
 const usage = `jev makes LLM decisions in-process with llama.cpp.

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/internal/testenv"
 	"github.com/gojev/gojev/llama"
 )
@@ -208,26 +206,6 @@ func TestDecidingDevice(t *testing.T) {
 		{[]llama.Device{igpu, cpu}, 12, 1, "Vulkan0 and the CPU (-ngl 12: that many layers offloaded"},
 	} {
 		assert.Contains(t, decidingDevice(tc.devs, tc.ngl, tc.plugins), tc.want)
-	}
-}
-
-func TestCountLines(t *testing.T) {
-	long := strings.Repeat("x", 3<<20) // longer than the read buffer
-	for _, tc := range []struct {
-		text string
-		want int
-	}{{"", 0}, {"a", 1}, {"a\n", 1}, {"a\nb", 2}, {"\n\n", 2}, {long + "\n" + long, 2}} {
-		p := filepath.Join(t.TempDir(), "rows.jsonl")
-		require.NoError(t, os.WriteFile(p, []byte(tc.text), 0o644))
-		f, err := os.Open(p)
-		require.NoError(t, err)
-		n, err := batch.CountLines(f)
-		require.NoError(t, err)
-		assert.Equal(t, tc.want, n, "%.20q", tc.text)
-		pos, err := f.Seek(0, io.SeekCurrent)
-		require.NoError(t, err)
-		assert.Zero(t, pos, "rewound")
-		require.NoError(t, f.Close())
 	}
 }
 

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/internal/cli"
+	"github.com/gojev/gojev/internal/jsonl"
 )
 
 const mergeSynopsis = `Usage: jev merge -i rows.jsonl [-o merged.jsonl] PART.jsonl ...
@@ -50,7 +53,7 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if len(parts) == 0 {
 		return cli.Usage(errors.New("name the shards' results files (e.g. out/part-*.jsonl)"))
 	}
-	parts, err = batch.ExpandParts(parts)
+	parts, err = expandParts(parts)
 	if err != nil {
 		return cli.Usage(err)
 	}
@@ -93,13 +96,51 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	return nil
 }
 
+// problemKinds are the kinds of batch.Problem, in the order a report lists them, with their
+// titles for one problem and for several.
+var problemKinds = []struct{ Kind, Title, Plural string }{
+	{"busy", "part still being written", "parts still being written"},
+	{"shard", "shard incomplete", "shards incomplete"},
+	{"missing", "missing row", "missing rows"},
+	{"duplicate", "duplicate row", "duplicate rows"},
+	{"foreign", "foreign row", "foreign rows"},
+	{"cut", "cut part", "cut parts"},
+	{"norun", "part without a run file", "parts without a run file"},
+}
+
+// expandParts expands the glob patterns among parts that name no file themselves (for a
+// scheduler that runs a merge without a shell); a pattern that matches nothing is an error.
+// Run files and temporary files the pattern matches are left out.
+func expandParts(parts []string) ([]string, error) {
+	var out []string
+	for _, p := range parts {
+		if _, err := os.Stat(p); err == nil || !strings.ContainsAny(p, "*?[") {
+			out = append(out, p)
+			continue
+		}
+		matches, err := filepath.Glob(p)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", p, err)
+		}
+		if len(matches) == 0 {
+			return nil, fmt.Errorf("%q matches no file", p)
+		}
+		for _, mp := range matches {
+			if !strings.HasSuffix(mp, ".run.json") && !strings.HasSuffix(mp, ".tmp") {
+				out = append(out, mp)
+			}
+		}
+	}
+	return out, nil
+}
+
 // printProblems reports what keeps the parts from adding up, a few lines per kind.
 func printProblems(w io.Writer, in string, parts []string, problems []batch.Problem) {
 	const show = 5
-	lines, _ := batch.CountFileLines(in)
+	lines, _ := jsonl.CountFileLines(in)
 	verb := map[bool]string{true: "does", false: "do"}[len(parts) == 1]
 	fmt.Fprintf(w, "jev merge: the %s %s not add up to %s (%s):\n", plural(len(parts), "part"), verb, in, plural(lines, "line"))
-	for _, kind := range batch.ProblemKinds {
+	for _, kind := range problemKinds {
 		var ps []batch.Problem
 		for _, p := range problems {
 			if p.Kind == kind.Kind {

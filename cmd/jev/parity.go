@@ -8,8 +8,8 @@ import (
 	"errors"
 	"io"
 
-	"github.com/gojev/gojev/internal/cli"
 	"github.com/gojev/gojev/internal/app/parity"
+	"github.com/gojev/gojev/internal/cli"
 )
 
 const paritySynopsis = `Usage: jev parity [-m MODEL.gguf] [-i rows.jsonl] [--runtime URL] [--json] [flags]

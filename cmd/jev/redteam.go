@@ -12,9 +12,10 @@ import (
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/calibrate"
-	"github.com/gojev/gojev/internal/cli"
 	"github.com/gojev/gojev/internal/app/redteam"
 	"github.com/gojev/gojev/internal/app/report"
+	"github.com/gojev/gojev/internal/cli"
+	"github.com/gojev/gojev/internal/version"
 )
 
 const redteamSynopsis = `Usage: jev redteam -i rows.jsonl -o DIR [--settings LIST] [--families LIST] [-n N] [flags]
@@ -127,7 +128,7 @@ func runRedteam(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	}
 	rep, err := redteam.Run(ctx, redteam.Config{Input: in, Dir: dir, Catalogue: cat, Families: families, Rows: nrows, Targets: targets, Settings: settings,
-		Decide: redteam.DecideConfig{Window: window, PriorFile: priorFile, Log: stderr, RunFile: batch.RunFile{Jev: batch.Version(), LlamaCpp: batch.LlamaCppVersion(), NThreads: mf.threads},
+		Decide: redteam.DecideConfig{Window: window, PriorFile: priorFile, Log: stderr, RunFile: batch.RunFile{Jev: version.Jev(), LlamaCpp: version.LlamaCpp(), NThreads: mf.threads},
 			Open: func(o gojev.Options) (*gojev.Decider, error) { return mf.open(ctx, stderr, o) }},
 		Measure:     redteam.MeasureConfig{DetectThreshold: detectThreshold, Profile: prof, MaxError: cf.maxError, Confidence: cf.confidence, AbstainBelow: cf.abstainBelow},
 		ProfileFile: cf.profile})

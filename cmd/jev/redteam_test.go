@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gojev/gojev/internal/digest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -94,7 +96,7 @@ func TestRedteamFiguresFromHandMadeRecords(t *testing.T) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 		require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
 		rows := filepath.Join(out, "rows", file+".jsonl")
-		sum, err := batch.FileSHA256(rows)
+		sum, err := digest.File(rows)
 		require.NoError(t, err)
 		meta := &batch.RunFile{Input: rows, InputSHA256: sum, Finished: true, ElapsedS: 10, Rows: 4, Decided: 4, PromptVersion: "direct-options-v1", Debias: debias.PriDe}
 		require.NoError(t, meta.Save(batch.RunFilePath(path)))

@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
+	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/internal/cli"
+	"github.com/gojev/gojev/internal/jsonl"
 )
 
 const renderSynopsis = `Usage: jev render [-m MODEL.gguf] [-i rows.jsonl] [flags]
@@ -32,11 +35,11 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err := cli.Parse(fs, args, stderr, renderSynopsis); err != nil {
 		return err
 	}
-	encode := batch.JSONLines()
+	encode := jsonl.Encoder()
 	switch format {
 	case "jsonl":
 	case "text":
-		encode = batch.TextLines(false)
+		encode = textLines(false)
 	default:
 		return cli.Usage(fmt.Errorf("--format %q: want jsonl or text", format))
 	}
@@ -57,5 +60,47 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	defer d.Close()
-	return batch.Render(ctx, d, r, stdout, detect, encode)
+	return renderRows(ctx, d, r, stdout, detect, encode)
+}
+
+// promptRecord is what jev render writes for a row: its prompt as the model reads it (rendered
+// through the chat template), the prompt's sha256 and token count, the prompt version, and the
+// renderer and template date that made it.
+type promptRecord struct {
+	ID            json.RawMessage `json:"id"`
+	PromptVersion string          `json:"prompt_version"`
+	PromptSHA256  string          `json:"prompt_sha256"`
+	NPromptTokens int             `json:"n_prompt_tokens"`
+	Renderer      string          `json:"renderer"`
+	TemplateDate  string          `json:"template_date"`
+	Prompt        string          `json:"prompt"`
+}
+
+// renderRows writes the promptRecord of every row of in to out, one a line, encoded by encode,
+// without deciding anything: the prompt of d's contract, or with detect the injection
+// detector's prompt of the row's evidence (injection-check-v1; d opened with Options.Detect).
+// A row that cannot be rendered gets a batch.ErrorRecord. Under the binary contract a row has
+// one prompt per option, and renderRows writes the first.
+func renderRows(ctx context.Context, d *gojev.Decider, in io.Reader, out io.Writer, detect bool, encode func(rec any) ([]byte, error)) error {
+	c := d.Check()
+	return jsonl.Transform(ctx, in, out, func(line []byte, lineNo int) ([]byte, error) {
+		row, err := contract.ParseRow(line)
+		if err == nil {
+			var ps []gojev.Prompt
+			version := c.PromptVersion
+			if detect {
+				var p gojev.Prompt
+				p, err = d.RenderDetect(ctx, row)
+				ps, version = []gojev.Prompt{p}, contract.DetectPromptVersion
+			} else {
+				ps, err = d.Render(ctx, row)
+			}
+			if err == nil {
+				p := ps[0]
+				return encode(promptRecord{ID: row.IDJSON(), PromptVersion: version, PromptSHA256: p.SHA256, NPromptTokens: p.NTokens,
+					Renderer: c.Renderer, TemplateDate: c.TemplateDate, Prompt: p.Text})
+			}
+		}
+		return encode(batch.ErrorRecord{ID: row.IDJSON(), Line: lineNo, Error: err.Error()})
+	})
 }

@@ -7,9 +7,9 @@ import (
 	"io"
 	"strings"
 
+	"github.com/gojev/gojev/internal/app/report"
 	"github.com/gojev/gojev/internal/atomicfile"
 	"github.com/gojev/gojev/internal/cli"
-	"github.com/gojev/gojev/internal/app/report"
 )
 
 const reportSynopsis = `Usage: jev report [--html report.html] [--json report.json] RESULTS.jsonl[=NAME] ...

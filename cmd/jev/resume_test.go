@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -194,14 +193,14 @@ func TestKilledRunResumes(t *testing.T) {
 func TestUnencodableRecordBecomesAnErrorRecord(t *testing.T) {
 	var out bytes.Buffer
 	nan := math.NaN()
-	err := batch.Transform(context.Background(), strings.NewReader("a\nb\nc\n"), &out, batch.JSONLines(), func(line []byte, lineNo int) (any, error) {
-		dec := &gojev.Result{ID: json.RawMessage(strconv.Quote(string(line))), Chosen: "x"}
+	for i, id := range []string{"a", "b", "c"} {
+		lineNo := i + 1
+		dec := &gojev.Result{ID: json.RawMessage(strconv.Quote(id)), Chosen: "x"}
 		if lineNo == 2 {
 			dec.Options = []contract.OptionScore{{ID: "x", Logit: &nan, Logprob: nan, Probability: nan}}
 		}
-		return dec, nil
-	})
-	require.NoError(t, err)
+		out.Write(batch.RecordLine(lineNo, dec.ID, gojev.Outcome{Result: dec}))
+	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	require.Len(t, lines, 3)
 	var rec batch.ErrorRecord

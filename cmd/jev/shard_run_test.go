@@ -56,7 +56,7 @@ func TestShardedRunMatchesTheSingleRun(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "rows.jsonl")
 	require.NoError(t, os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
-	noScheduler := []string{batch.EnvSlurmID + "=", batch.EnvK8sIndex + "=", batch.EnvShardCount + "="}
+	noScheduler := []string{"SLURM_ARRAY_TASK_ID" + "=", "JOB_COMPLETION_INDEX" + "=", "JEV_SHARD_COUNT" + "="}
 
 	single := filepath.Join(dir, "single.jsonl")
 	cmd, singleErr := jevCmd(bin, noScheduler, append(append([]string{"decide"}, modelArgs(t)...), "-i", in, "-o", single)...)
@@ -73,7 +73,7 @@ func TestShardedRunMatchesTheSingleRun(t *testing.T) {
 	for i := range 4 {
 		env, spec := noScheduler, fmt.Sprintf("%d/4", i)
 		if i == 3 {
-			env = append(env, batch.EnvSlurmID+"=10", batch.EnvSlurmMin+"=7", batch.EnvSlurmMax+"=10", batch.EnvSlurmCount+"=4")
+			env = append(env, "SLURM_ARRAY_TASK_ID"+"=10", "SLURM_ARRAY_TASK_MIN"+"=7", "SLURM_ARRAY_TASK_MAX"+"=10", "SLURM_ARRAY_TASK_COUNT"+"=4")
 			spec = "auto"
 		}
 		cmds[i], errs[i] = jevCmd(bin, env, shardArgs(spec)...)
@@ -104,7 +104,7 @@ func TestShardedRunMatchesTheSingleRun(t *testing.T) {
 	assert.Contains(t, mergeErr, fmt.Sprintf("%d missing row", 30-kept))
 	assert.NoFileExists(t, merged)
 
-	retry, retryErr := jevCmd(bin, append(noScheduler, batch.EnvK8sIndex+"=2", batch.EnvShardCount+"=4"), append(shardArgs("auto"), "--resume")...)
+	retry, retryErr := jevCmd(bin, append(noScheduler, "JOB_COMPLETION_INDEX"+"=2", "JEV_SHARD_COUNT"+"=4"), append(shardArgs("auto"), "--resume")...)
 	require.NoError(t, retry.Run(), retryErr.String())
 	assert.Contains(t, retryErr.String(), fmt.Sprintf("%d records kept", kept))
 	assert.Contains(t, retryErr.String(), fmt.Sprintf("shard 2/4: rows %d, decided", 30-kept))
@@ -251,7 +251,7 @@ echo >> `+submitted+`
 echo $((4242 + $(grep -c '^$' `+submitted+`) - 1))
 `), 0o755))
 		base := append(os.Environ(), "PATH="+fake+":"+os.Getenv("PATH"), "JEV="+bin, "MODEL="+model, "ROWS=rows.jsonl", "OUT=out",
-			batch.EnvSlurmID+"=", batch.EnvK8sIndex+"=", batch.EnvShardCount+"=")
+			"SLURM_ARRAY_TASK_ID"+"=", "JOB_COMPLETION_INDEX"+"=", "JEV_SHARD_COUNT"+"=")
 		// Submit mode, on the login node: the array, then the merge depending on it.
 		cmd := exec.Command("bash", script, "--array=0-3")
 		cmd.Dir, cmd.Env = dir, base
@@ -271,7 +271,7 @@ echo $((4242 + $(grep -c '^$' `+submitted+`) - 1))
 			cmd := exec.Command("bash", script)
 			cmd.Dir = dir
 			cmd.Env = append(base, "SLURM_ARRAY_JOB_ID=4242", "SLURM_CPUS_PER_TASK=1",
-				batch.EnvSlurmID+"="+fmt.Sprint(i), batch.EnvSlurmMin+"=0", batch.EnvSlurmMax+"=3", batch.EnvSlurmCount+"=4")
+				"SLURM_ARRAY_TASK_ID"+"="+fmt.Sprint(i), "SLURM_ARRAY_TASK_MIN"+"=0", "SLURM_ARRAY_TASK_MAX"+"=3", "SLURM_ARRAY_TASK_COUNT"+"=4")
 			out, err := cmd.CombinedOutput()
 			require.NoError(t, err, "array task %d: %s", i, out)
 			assert.Contains(t, string(out), fmt.Sprintf("shard %d/4: rows %d,", i, batch.Shard{I: i, N: 4}.Size(nRows)))
@@ -303,13 +303,13 @@ echo $((4242 + $(grep -c '^$' `+submitted+`) - 1))
 		require.NoError(t, os.WriteFile(argAfter(dargs, "-i"), rows, 0o644))
 		require.NoError(t, os.MkdirAll(filepath.Dir(argAfter(dargs, "-m")), 0o755))
 		require.NoError(t, os.Symlink(model, argAfter(dargs, "-m")))
-		env := []string{batch.EnvSlurmID + "="}
+		env := []string{"SLURM_ARRAY_TASK_ID" + "="}
 		for _, e := range decide.Env {
 			env = append(env, e.Name+"="+e.Value)
 		}
 		n := jobs["decide"].Spec.Completions
 		for i := range n {
-			cmd, stderr := jevCmd(bin, append(env, fmt.Sprintf("%s=%d", batch.EnvK8sIndex, i)), dargs...)
+			cmd, stderr := jevCmd(bin, append(env, fmt.Sprintf("%s=%d", "JOB_COMPLETION_INDEX", i)), dargs...)
 			require.NoError(t, cmd.Run(), "completion index %d: %s", i, stderr)
 			assert.Contains(t, stderr.String(), fmt.Sprintf("shard %d/%d: rows %d,", i, n, batch.Shard{I: i, N: n}.Size(nRows)))
 		}

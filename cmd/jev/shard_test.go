@@ -18,7 +18,7 @@ import (
 
 // Mistakes a sharded run refuses before it loads a model (exit code 2, saying the fix).
 func TestDecideRefusesShardMistakes(t *testing.T) {
-	for _, k := range []string{batch.EnvSlurmID, batch.EnvK8sIndex, batch.EnvShardCount} {
+	for _, k := range []string{"SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX", "JEV_SHARD_COUNT"} {
 		t.Setenv(k, "")
 	}
 	dir := t.TempDir()
@@ -328,7 +328,7 @@ func TestExampleManifestsParse(t *testing.T) {
 	assert.NotEmpty(t, argAfter(c.Args, "-m"), "one model")
 	count := ""
 	for _, e := range c.Env {
-		if e.Name == batch.EnvShardCount {
+		if e.Name == "JEV_SHARD_COUNT" {
 			count = e.Value
 		}
 	}

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/internal/cache"
+	"github.com/gojev/gojev/internal/version"
 )
 
 // printVersion answers jev --version.
 func printVersion(w io.Writer) {
 	fmt.Fprintf(w, "jev (gojev) %s\nllama.cpp %s\ndefault model %s (make model; $JEV_MODEL overrides)\n",
-		batch.Version(), batch.LlamaCppVersion(), cache.DefaultModelFile)
+		version.Jev(), version.LlamaCpp(), cache.DefaultModelFile)
 }

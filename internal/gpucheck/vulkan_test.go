@@ -43,7 +43,7 @@ func TestVulkanOnLavapipeMatchesTheCPU(t *testing.T) {
 	ctx := context.Background()
 
 	decide := func(opts gojev.Options) ([]*gojev.Result, time.Duration) {
-		opts.NThreads = 2
+		opts.Runtime.NThreads = 2
 		d, err := gojev.Open(ctx, model, opts)
 		require.NoError(t, err)
 		defer d.Close()
@@ -58,7 +58,7 @@ func TestVulkanOnLavapipeMatchesTheCPU(t *testing.T) {
 		return res, time.Since(start)
 	}
 	// The CPU first: once the plugin is loaded, its device stays registered.
-	cpu, cpuTime := decide(gojev.Options{NoGPU: true})
+	cpu, cpuTime := decide(gojev.Options{Runtime: backend.InProcessOptions{NoGPU: true}})
 
 	logs := &lines{}
 	llama.SetLogger(slog.New(logs))
@@ -66,7 +66,7 @@ func TestVulkanOnLavapipeMatchesTheCPU(t *testing.T) {
 	// Packed, the default where layers go to a GPU. (Packed against one sequence on lavapipe,
 	// measured once: max |Δ logprob| 5.8e-6, same choices, 1.10× the speed; not repeated here,
 	// since every lavapipe run costs minutes of CI.)
-	gpu, gpuTime := decide(gojev.Options{Plugins: []string{plugin}})
+	gpu, gpuTime := decide(gojev.Options{Runtime: backend.InProcessOptions{Plugins: []string{plugin}}})
 	for i := range rows {
 		assert.Equal(t, backend.DecodeOneSequence, cpu[i].Decode)
 		assert.Equal(t, backend.DecodePacked, gpu[i].Decode, "packed is the default where layers go to a GPU")

@@ -50,11 +50,13 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	b := cfg.Base // the runtime settings every path shares; each path sets its own decoding
-	cfg.Base = gojev.Options{Contract: b.Contract, NThreads: cfg.Threads, NGPULayers: b.NGPULayers, NoGPU: b.NoGPU, Plugins: b.Plugins,
-		CPUFallback: b.CPUFallback, ChatTemplate: b.ChatTemplate, ChatTemplateKwargs: b.ChatTemplateKwargs, TemplateTime: b.TemplateTime}
+	cfg.Base = gojev.Options{
+		Contract: b.Contract,
+		Runtime:  backend.InProcessOptions{Options: backend.Options{ChatTemplateKwargs: b.Runtime.ChatTemplateKwargs, TemplateTime: b.Runtime.TemplateTime}, NThreads: cfg.Threads, NGPULayers: b.Runtime.NGPULayers, NoGPU: b.Runtime.NoGPU, Plugins: b.Runtime.Plugins, CPUFallback: b.Runtime.CPUFallback, ChatTemplate: b.Runtime.ChatTemplate},
+	}
 	rows, model := cfg.Rows, cfg.Model
 	rep := &Report{Rows: len(rows), Threads: cfg.Threads, Model: model, Contract: cfg.Base.Contract.String(), Started: time.Now().UTC()}
-	bopts := backend.Options{ChatTemplateKwargs: cfg.Base.ChatTemplateKwargs, TemplateTime: cfg.Base.TemplateTime}
+	bopts := backend.Options{ChatTemplateKwargs: cfg.Base.Runtime.ChatTemplateKwargs, TemplateTime: cfg.Base.Runtime.TemplateTime}
 	run := func(name string, f func() (*Path, error)) error {
 		fmt.Fprintf(cfg.Log, "bench: %s, %d rows ...\n", name, len(rows))
 		p, err := f()
@@ -85,7 +87,7 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 	if slices.Contains(cfg.Paths, "engine") {
 		if err := run("engine", func() (p *Path, err error) {
 			o := base
-			o.Decode = backend.DecodeOneSequence
+			o.Runtime.Decode = backend.DecodeOneSequence
 			rep.Engine, err = measure("engine", nil, o, true)
 			return rep.Engine, err
 		}); err != nil {
@@ -95,7 +97,7 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 	if slices.Contains(cfg.Paths, "packed") {
 		if err := run("packed", func() (p *Path, err error) {
 			o := base
-			o.Decode = backend.DecodePacked
+			o.Runtime.Decode = backend.DecodePacked
 			rep.Packed, err = measure("packed", nil, o, true)
 			return rep.Packed, err
 		}); err != nil {
@@ -105,7 +107,7 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 	if slices.Contains(cfg.Paths, "sequential") {
 		if err := run("sequential", func() (p *Path, err error) {
 			o := base
-			o.NoPrefixReuse = true
+			o.Runtime.NoPrefixReuse = true
 			rep.Sequential, err = measure("sequential", nil, o, false)
 			return rep.Sequential, err
 		}); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/internal/app/report"
+	"github.com/gojev/gojev/internal/version"
 )
 
 // Scoring is one setting a sweep decides the rows under: its name (a calibration scoring name:
@@ -222,7 +224,7 @@ func RunScorings(ctx context.Context, cfg SweepConfig) (*Sweep, error) {
 			if m == nil {
 				return nil, ErrNotInProcess
 			}
-			if id, err = batch.ModelIdentity(m.Path, m.Name); err != nil {
+			if id, err = gojev.ModelIdentity(m.Path, m.Name); err != nil {
 				return nil, err
 			}
 		}
@@ -258,12 +260,12 @@ func RunScorings(ctx context.Context, cfg SweepConfig) (*Sweep, error) {
 		}
 		c := deciders[i].Decider.Check()
 		meta := cfg.RunFile
-		meta.Jev, meta.LlamaCpp, meta.PromptVersion, meta.Model = batch.Version(), batch.LlamaCppVersion(), contract.PromptVersion, &id
-		meta.Debias, meta.Permute, meta.Backend, meta.Decode, meta.Started = settings[i].method, settings[i].permute, c.Backend, c.Decode, sw.Started
+		meta.SetOptions(optsOf(settings[i]))
+		meta.Jev, meta.LlamaCpp, meta.Model = version.Jev(), version.LlamaCpp(), &id
+		meta.Backend, meta.Decode, meta.Started = c.Backend, c.Decode, sw.Started
 		if settings[i].method == debias.PriDe {
 			meta.Prior = prior
 		}
-		meta.Detect = batch.RunDetectOf(optsOf(settings[i]))
 		if err := rec.Finish(i, p, meta); err != nil {
 			return nil, err
 		}
@@ -273,11 +275,17 @@ func RunScorings(ctx context.Context, cfg SweepConfig) (*Sweep, error) {
 
 // readPrior reads the pride scorings' prior file, which must exist.
 func readPrior(path string, model debias.ModelID) (*debias.Prior, error) {
-	prior, err := batch.ReadPrior(path, model, contract.PromptVersion)
-	if err == nil && prior == nil {
-		err = &batch.SetupError{Field: "PriorFile", Err: fmt.Errorf("%s: no such file: jev decide --debias pride --prior %s --prior-only -i ROWS estimates it", path, path)}
+	prior, err := debias.LoadPrior(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, &batch.SetupError{Field: "PriorFile", Err: fmt.Errorf("%s: no such file: jev decide --debias pride --prior %s --prior-only -i ROWS estimates it", path, path)}
+	case err != nil:
+		return nil, &batch.SetupError{Field: "PriorFile", Err: err}
 	}
-	return prior, err
+	if err := prior.Check(model, contract.PromptVersion); err != nil {
+		return nil, &batch.SetupError{Field: "PriorFile", Err: fmt.Errorf("%s: %w; estimate a new one (another file name)", path, err)}
+	}
+	return prior, nil
 }
 
 // ParseScorings splits jev bench's --scorings list (ParseScoring's names, comma-separated) and
@@ -341,10 +349,9 @@ func ParseScoring(name string) (debias.Method, int, error) {
 // Recorder writes a sweep's records, one results file per scoring (dir/<scoring>.jsonl), as
 // jev decide writes them, for jev report and jev calibrate.
 type Recorder struct {
-	files  []*os.File
-	encode []func(any) ([]byte, error)
-	rows   []contract.Row
-	lines  []int
+	files []*os.File
+	rows  []contract.Row
+	lines []int
 }
 
 // NewRecorder creates dir/<name>.jsonl for every scoring name, for the rows at the given input
@@ -360,23 +367,14 @@ func NewRecorder(dir string, names []string, rows []contract.Row, lines []int) (
 			r.Close()
 			return nil, err
 		}
-		r.files, r.encode = append(r.files, f), append(r.encode, batch.JSONLines())
+		r.files = append(r.files, f)
 	}
 	return r, nil
 }
 
 // Record writes scoring s's outcome of row r (RunSweep's record callback).
 func (r *Recorder) Record(s, row int, o gojev.Outcome) error {
-	line := r.lines[row]
-	var rec any = batch.Record{Result: o.Result, Line: line}
-	if o.Err != nil {
-		rec = batch.ErrorRecord{ID: r.rows[row].IDJSON(), Line: line, Error: o.Err.Error()}
-	}
-	b, err := r.encode[s](rec)
-	if err != nil {
-		b, _ = r.encode[s](batch.UnencodableRecord(rec, line, err))
-	}
-	_, err = r.files[s].Write(b)
+	_, err := r.files[s].Write(batch.RecordLine(r.lines[row], r.rows[row].IDJSON(), o))
 	return err
 }
 

@@ -47,15 +47,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cfg.Corpus = filepath.Join(llamaserver.RepoRoot(), "third_party", "llama.cpp", "models", "templates")
 	}
 	o := cfg.Options
-	bopts := backend.Options{ChatTemplateKwargs: o.ChatTemplateKwargs, TemplateTime: o.TemplateTime}
+	bopts := backend.Options{ChatTemplateKwargs: o.Runtime.ChatTemplateKwargs, TemplateTime: o.Runtime.TemplateTime}
 	ip, err := backend.OpenInProcess(cfg.Model, backend.InProcessOptions{Options: bopts,
-		ChatTemplate: o.ChatTemplate, NGPULayers: o.NGPULayers, NoGPU: o.NoGPU, NThreads: o.NThreads, NoMmap: o.NoMmap,
-		Plugins: o.Plugins, CPUFallback: o.CPUFallback})
+		ChatTemplate: o.Runtime.ChatTemplate, NGPULayers: o.Runtime.NGPULayers, NoGPU: o.Runtime.NoGPU, NThreads: o.Runtime.NThreads, NoMmap: o.Runtime.NoMmap,
+		Plugins: o.Runtime.Plugins, CPUFallback: o.Runtime.CPUFallback})
 	if err != nil {
 		return nil, err
 	}
 	defer ip.Close()
-	llm, err := llama.NewTemplate(ip.Model(), o.ChatTemplate)
+	llm, err := llama.NewTemplate(ip.Model(), o.Runtime.ChatTemplate)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +74,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := hb.Ready(ctx); err != nil {
 		return nil, err
 	}
-	rep, err := Rows(ctx, ip, llm, hb, cfg.Rows, o.ChatTemplateKwargs)
+	rep, err := Rows(ctx, ip, llm, hb, cfg.Rows, o.Runtime.ChatTemplateKwargs)
 	if err != nil {
 		return nil, err
 	}

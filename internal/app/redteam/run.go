@@ -20,6 +20,7 @@ import (
 	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
+	"github.com/gojev/gojev/internal/digest"
 )
 
 // ErrSetting: a setting spec that does not parse.
@@ -200,7 +201,7 @@ func (v Reading) Read(res *gojev.Result, detectThreshold float64, prof *calibrat
 			return nil, false
 		}
 		r.Calibration = nil
-		gojev.Calibrate(&r, prof, threshold)
+		r.ApplyProfile(prof, threshold)
 	}
 	return &r, true
 }
@@ -388,7 +389,7 @@ func DecideSetting(ctx context.Context, s Setting, files []string, rowsDir, dir 
 		in := filepath.Join(rowsDir, f+".jsonl")
 		meta, err := batch.ReadRunFile(batch.RunFilePath(filepath.Join(outDir, f+".jsonl")))
 		if err == nil && meta.Finished && meta.Input == in && meta.InputSHA256 != "" {
-			if sum, err := batch.FileSHA256(in); err == nil && sum == meta.InputSHA256 {
+			if sum, err := digest.File(in); err == nil && sum == meta.InputSHA256 {
 				continue
 			}
 		}
@@ -404,7 +405,7 @@ func DecideSetting(ctx context.Context, s Setting, files []string, rowsDir, dir 
 	}
 	defer d.Close()
 	if m := d.Check().Model; cfg.Model == nil && m != nil {
-		id, err := batch.ModelIdentity(m.Path, m.Name)
+		id, err := gojev.ModelIdentity(m.Path, m.Name)
 		if err != nil {
 			return err
 		}
@@ -428,7 +429,7 @@ func DecideSetting(ctx context.Context, s Setting, files []string, rowsDir, dir 
 // decideFile decides one rows file into out with batch.Job, continuing a run over the same
 // rows (by sha256) that was cut short, with the run file Job writes plus the input's sha256.
 func decideFile(ctx context.Context, d *gojev.Decider, s Setting, in, out string, cfg *DecideConfig) error {
-	sum, err := batch.FileSHA256(in)
+	sum, err := digest.File(in)
 	if err != nil {
 		return err
 	}
@@ -455,21 +456,12 @@ func (cfg *DecideConfig) prior(ctx context.Context, d *gojev.Decider, s Setting,
 	p, err := debias.LoadPrior(file)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		f, err := os.Open(filepath.Join(rowsDir, "clean.jsonl"))
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
 		fmt.Fprintf(cfg.Log, "jev redteam: estimating PriDe's prior for %s on the clean rows ...\n", c)
-		if p, _, err = batch.EstimatePrior(ctx, d, f, debias.DefaultSampleFraction, debias.DefaultMinSampleRows); err != nil {
+		job := batch.Job{Input: filepath.Join(rowsDir, "clean.jsonl"), Decider: d, PriorFile: file, PriorOnly: true}
+		if _, err := job.Run(ctx); err != nil {
 			return nil, err
 		}
-		if cfg.Model != nil {
-			p.Model = *cfg.Model
-		}
-		if err := p.Save(file); err != nil {
-			return nil, err
-		}
+		p = d.Prior()
 		fmt.Fprintf(cfg.Log, "jev redteam: PriDe prior for %s saved to %s\n", c, file)
 	case err != nil:
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/debias"
+	"github.com/gojev/gojev/internal/digest"
 )
 
 // FitCalibration is jev calibrate without its flags: it fits a profile on the labelled rows of
@@ -125,7 +126,7 @@ func CollectSamples(files []string, limit int) (*SampleSet, error) {
 				labelled++
 			}
 		}
-		sum, err := batch.FileSHA256(path)
+		sum, err := digest.File(path)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package batch
+package main
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/batch"
 )
 
 func TestTextLines(t *testing.T) {
@@ -19,23 +20,23 @@ func TestTextLines(t *testing.T) {
 		rec   any
 		want  string
 	}{
-		{"wrong, labelled", false, Record{Result: &gojev.Result{ID: json.RawMessage(`"r1"`), Chosen: "refund", ChosenLetter: "B", Probability: 0.4567, Label: "card", Correct: &wrong}, Line: 3},
+		{"wrong, labelled", false, batch.Record{Result: &gojev.Result{ID: json.RawMessage(`"r1"`), Chosen: "refund", ChosenLetter: "B", Probability: 0.4567, Label: "card", Correct: &wrong}, Line: 3},
 			"r1           refund               p=0.457 (B)  ✗ label card\n"},
 		{"right, numeric id, abstained, coloured", true, &gojev.Result{ID: json.RawMessage(`7`), Chosen: "card", ChosenLetter: "A", Probability: 0.2, Abstained: true, Label: "card", Correct: &right},
 			"7            card                 p=0.200 (A)  abstained  \033[32m✓\033[0m\n"},
-		{"error record", false, ErrorRecord{ID: json.RawMessage(`"r9"`), Line: 9, Error: "options: want 1 to 256"},
+		{"error record", false, batch.ErrorRecord{ID: json.RawMessage(`"r9"`), Line: 9, Error: "options: want 1 to 256"},
 			"r9           error (line 9): options: want 1 to 256\n"},
-		{"prompt record", false, PromptRecord{ID: json.RawMessage(`"p"`), PromptVersion: "direct-options-v1", NPromptTokens: 12, PromptSHA256: "ab", Prompt: "hi"},
+		{"prompt record", false, promptRecord{ID: json.RawMessage(`"p"`), PromptVersion: "direct-options-v1", NPromptTokens: 12, PromptSHA256: "ab", Prompt: "hi"},
 			"### p  direct-options-v1  12 tokens  sha256 ab\nhi\n\n"},
 		{"anything else is a JSON line", false, map[string]int{"n": 1}, "{\"n\":1}\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			line, err := TextLines(tt.color)(tt.rec)
+			line, err := textLines(tt.color)(tt.rec)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, string(line))
 		})
 	}
-	_, err := TextLines(false)(&gojev.Result{ID: json.RawMessage(`"nan"`), Probability: math.NaN()})
+	_, err := textLines(false)(&gojev.Result{ID: json.RawMessage(`"nan"`), Probability: math.NaN()})
 	assert.Error(t, err, "a NaN cannot be written as JSON, so the text line is refused as the JSON line is")
 }

@@ -5,7 +5,7 @@
 // same passes (decoding is deterministic per prompt). Other lines are copied as they are, and
 // the run file (IN.run.json) is copied beside OUT so that `jev report` reads its totals.
 //
-//	go run ./scripts/knockout-recombine IN.jsonl OUT.jsonl
+//	go run ./internal/app/knockout-recombine IN.jsonl OUT.jsonl
 package main
 
 import (
@@ -16,11 +16,12 @@ import (
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
+	"github.com/gojev/gojev/internal/jsonl"
 )
 
 func main() {
 	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: go run ./scripts/knockout-recombine IN.jsonl OUT.jsonl")
+		fmt.Fprintln(os.Stderr, "usage: go run ./internal/app/knockout-recombine IN.jsonl OUT.jsonl")
 		os.Exit(2)
 	}
 	if err := run(os.Args[1], os.Args[2]); err != nil {
@@ -36,7 +37,7 @@ func run(in, out string) error {
 	}
 	var buf bytes.Buffer
 	changed, n := 0, 0
-	sc := batch.NewScanner(bytes.NewReader(src))
+	sc := jsonl.NewScanner(bytes.NewReader(src))
 	for sc.Scan() {
 		b, line := sc.Line().Bytes, sc.Line().N
 		var rec batch.Record

@@ -1,8 +1,9 @@
-package batch_test
+package main
 
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -10,23 +11,35 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/internal/jsonl"
+	"github.com/gojev/gojev/internal/testenv"
 )
 
-// Render writes each row's prompt record (or the detector's prompt), and an error record for a
+// rowLine is a JSONL row with n options o0..o(n-1).
+func rowLine(id string, n int) string {
+	var opts []string
+	for i := range n {
+		opts = append(opts, fmt.Sprintf(`{"id": "o%d", "description": "Option %d."}`, i, i))
+	}
+	return fmt.Sprintf(`{"id": %q, "state": {"message": "hello"}, "question": "Which?", "options": [%s]}`, id, strings.Join(opts, ", "))
+}
+
+// renderRows writes each row's prompt record (or the detector's prompt), and an error record for a
 // row it cannot render; the prompt is the one the Decider decides.
-func TestRender(t *testing.T) {
-	d, err := openSmall(t)(context.Background(), gojev.Options{Detect: true})
+func TestRenderRows(t *testing.T) {
+	d, err := gojev.Open(context.Background(), testenv.SmallModel(t), gojev.Options{Detect: true, Runtime: backend.InProcessOptions{NThreads: 2}})
 	require.NoError(t, err)
 	defer d.Close()
 	in := rowLine("r1", 3) + "\n" + `{"id": "bad"}` + "\n"
 	for _, detect := range []bool{false, true} {
 		var out strings.Builder
-		require.NoError(t, batch.Render(context.Background(), d, strings.NewReader(in), &out, detect, nil))
+		require.NoError(t, renderRows(context.Background(), d, strings.NewReader(in), &out, detect, jsonl.Encoder()))
 		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 		require.Len(t, lines, 2)
-		var rec batch.PromptRecord
+		var rec promptRecord
 		require.NoError(t, json.Unmarshal([]byte(lines[0]), &rec))
 		assert.Equal(t, `"r1"`, string(rec.ID))
 		assert.Len(t, rec.PromptSHA256, 64)
@@ -48,6 +61,6 @@ func TestRender(t *testing.T) {
 	res, err := d.Decide(context.Background(), row)
 	require.NoError(t, err)
 	var out strings.Builder
-	require.NoError(t, batch.Render(context.Background(), d, strings.NewReader(rowLine("r1", 3)), &out, false, nil))
+	require.NoError(t, renderRows(context.Background(), d, strings.NewReader(rowLine("r1", 3)), &out, false, jsonl.Encoder()))
 	assert.Contains(t, out.String(), `"prompt_sha256":"`+res.PromptSHA256+`"`, "the prompt decided")
 }

@@ -1,4 +1,4 @@
-package batch
+package main
 
 import (
 	"encoding/json"
@@ -6,17 +6,19 @@ import (
 	"strings"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/batch"
+	"github.com/gojev/gojev/internal/jsonl"
 )
 
-// TextLines is the encoder (Config.Encode, Job.Encode) of records for a person, as jev decide
+// textLines is the encoder (batch.Config.Encode, batch.Job.Encode) of records for a person, as jev decide
 // prints them on a terminal: one line per row with its id, the chosen option, its probability
 // (p=, p_yes= for binary; p_cal=, p_yes_cal= when a calibration profile set it), the letter or
 // the knockout's passes, "suspect" and "abstained" marks and, when the row is labelled, ✓ or ✗
 // (with the label when wrong); under bias control the raw choice when it differs. An
-// ErrorRecord reads "id  error (line N): …"; a PromptRecord is a "### id" header over its
+// batch.ErrorRecord reads "id  error (line N): …"; a promptRecord is a "### id" header over its
 // prompt; any other value is a JSON line. color adds ANSI colours to the marks (a terminal).
-// A Result JSON cannot encode (a NaN) is an error, as with JSONLines.
-func TextLines(color bool) func(rec any) ([]byte, error) {
+// A Result JSON cannot encode (a NaN) is an error, as with JSON lines.
+func textLines(color bool) func(rec any) ([]byte, error) {
 	mark := func(ok bool) string {
 		switch {
 		case ok && color:
@@ -30,7 +32,7 @@ func TextLines(color bool) func(rec any) ([]byte, error) {
 	}
 	return func(rec any) ([]byte, error) {
 		var b strings.Builder
-		if lr, ok := rec.(Record); ok {
+		if lr, ok := rec.(batch.Record); ok {
 			rec = lr.Result
 		}
 		switch r := rec.(type) {
@@ -67,12 +69,12 @@ func TextLines(color bool) func(rec any) ([]byte, error) {
 			if r.Debias != nil && r.Debias.RawChosen != r.Chosen {
 				fmt.Fprintf(&b, "  (%s; raw: %s)", r.Debias.Method, r.Debias.RawChosen)
 			}
-		case ErrorRecord:
+		case batch.ErrorRecord:
 			fmt.Fprintf(&b, "%-12s error (line %d): %s", idText(r.ID), r.Line, r.Error)
-		case PromptRecord:
+		case promptRecord:
 			fmt.Fprintf(&b, "### %s  %s  %d tokens  sha256 %s\n%s\n", idText(r.ID), r.PromptVersion, r.NPromptTokens, r.PromptSHA256, r.Prompt)
 		default:
-			return JSONLines()(rec)
+			return jsonl.Encoder()(rec)
 		}
 		b.WriteByte('\n')
 		return []byte(b.String()), nil

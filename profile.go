@@ -7,26 +7,6 @@ import (
 	"github.com/gojev/gojev/debias"
 )
 
-// Calibration is what a calibration profile (Options.Calibration) added to a Result. The
-// Result's Probability is then the calibrated probability of its choice; the raw fields, the
-// bias-control fields and Chosen stay as they were.
-type Calibration struct {
-	// Scoring is the scoring the row's scores came from (Options.Scoring), Method the map the
-	// profile chose for it, K the option count the map was fitted for (0: fitted on every
-	// row), Params the map's parameters, ProfileSHA256 the profile file's sha256.
-	Scoring       string           `json:"scoring"`
-	Method        calibrate.Method `json:"method"`
-	K             int              `json:"k"`
-	Params        calibrate.Map    `json:"params"`
-	ProfileSHA256 string           `json:"profile_sha256"`
-	// UncalibratedProbability is the Probability the Result had before calibration.
-	UncalibratedProbability float64 `json:"uncalibrated_probability"`
-	// Probabilities are the calibrated probabilities in row order: direct, a distribution over
-	// the options (under a top-label map the chosen option's is calibrated and the others
-	// share the rest in proportion); binary, each candidate's calibrated p_yes.
-	Probabilities []float64 `json:"probabilities"`
-}
-
 // scoresOf are the scores a calibration map reads from a result, in row order: the debiased
 // scores under bias control, else the raw ones (binary: p_yes values).
 func scoresOf(res *Result) []float64 {
@@ -71,20 +51,21 @@ func scoringOf(res *Result) string {
 // passes through).
 func (d *Decider) finish(res *Result) *Result {
 	if res != nil {
-		Calibrate(res, d.opts.Calibration, d.opts.AbstainBelow)
+		res.ApplyProfile(d.opts.Calibration, d.opts.AbstainBelow)
 	}
 	return res
 }
 
-// Calibrate applies a calibration profile and an abstention threshold to a result in place, as
-// a Decider with Options.Calibration and Options.AbstainBelow does: with a profile holding the
+// ApplyProfile applies a calibration profile and an abstention threshold to the result in
+// place, as a Decider with Options.Calibration and Options.AbstainBelow does: with a profile holding the
 // result's scoring, Probability becomes the calibrated probability of the choice and
 // Calibration records the map; Abstained is set when Probability (calibrated or not) is below
 // abstainBelow (0: never), or when the injection detector flagged the row for abstention
 // (Suspect.Abstain, Options.AbstainOnSuspect). A nil profile, or one without the result's scoring (a row with
 // fewer options than Permute), leaves the probabilities as they are. Every other field stays.
-// jev calibrate --apply calibrates an existing results file with it, without decoding.
-func Calibrate(res *Result, p *calibrate.Profile, abstainBelow float64) {
+// batch.ApplyProfile (jev calibrate --apply) calibrates an existing results file with it,
+// without decoding.
+func (res *Result) ApplyProfile(p *calibrate.Profile, abstainBelow float64) {
 	if p != nil && res.Calibration == nil {
 		scoring := scoringOf(res)
 		if sc, err := p.For(scoring); err == nil {

@@ -13,65 +13,6 @@ import (
 	"github.com/gojev/gojev/knockout"
 )
 
-// KnockoutOptions configure how a Decider decides rows of more options than one direct prompt
-// lists (17 to 256; package knockout): the options are split into balanced groups of at most
-// 16 (Grouping: knockout.Shuffle, the default, knockout.File or knockout.Length; Seed seeds
-// the shuffle), each group is decided as a row of its own, the best of each group survive,
-// and the survivors are decided in a final pass. Every pass is an ordinary direct-options-v1
-// (or guarded) prompt under the Decider's bias control. The binary contract needs no
-// knockout: it decides any count, one prompt per option.
-type KnockoutOptions struct {
-	Grouping string
-	Seed     uint64
-}
-
-// Knockout is how a row of more than 16 options was decided (Result.Knockout).
-type Knockout struct {
-	// Grouping and Seed are the KnockoutOptions in force; Keep how many options of each
-	// group survived; Scoring the passes' scoring (raw, pride, permute-N, cyclic).
-	Grouping string `json:"grouping"`
-	Seed     uint64 `json:"seed"`
-	Keep     int    `json:"keep"`
-	Scoring  string `json:"scoring"`
-	// Rule is how the passes chose: knockout.RuleLeastSquares; empty in records of builds
-	// that chose by the final pass alone (RecombineKnockout re-reads those).
-	Rule string `json:"rule,omitempty"`
-	// Passes are the group passes in plan order, then the final pass.
-	Passes []Pass `json:"passes"`
-	// Distribution is one probability per option of the row, in row order, summing to 1:
-	// the passes combined under Luce's choice axiom (knockout.Combine: the least-squares
-	// log-weights of every pass's log-probabilities, each pass with its own normaliser).
-	// Options eliminated in a group get their probability from their ratio to that group's
-	// survivors; a survivor's is the mean of its group's and the final pass's readings. The
-	// row's choice (Result.Chosen) is its argmax, always a survivor; the final pass's own
-	// choice is Passes[len(Passes)-1].Chosen.
-	Distribution []OptionProbability `json:"distribution"`
-}
-
-// Pass is one prompt-level decision of a knockout: a group of the row's options, or the final
-// pass over the survivors.
-type Pass struct {
-	Final bool `json:"final,omitempty"`
-	// Options are the pass's option ids, in the order its prompt lists them (the row's).
-	Options       []string `json:"options"`
-	PromptSHA256  string   `json:"prompt_sha256"`
-	NPromptTokens int      `json:"n_prompt_tokens"`
-	// Logprobs are the pass's log-probabilities over its options (the debiased ones under
-	// bias control), normalised over the pass.
-	Logprobs []float64 `json:"logprobs"`
-	// Chosen is the pass's own choice; Survivors the options it sends to the final pass.
-	Chosen    string   `json:"chosen"`
-	Survivors []string `json:"survivors,omitempty"`
-	// Permutations are the shifted prompts of a pass under --permute or cyclic.
-	Permutations []Permutation `json:"permutations,omitempty"`
-}
-
-// OptionProbability is one option's probability in a knockout's distribution.
-type OptionProbability struct {
-	ID          string  `json:"id"`
-	Probability float64 `json:"probability"`
-}
-
 // knockoutRequest is a knockout in flight: its plan and its group passes.
 type knockoutRequest struct {
 	plan    knockout.Plan
@@ -163,7 +104,7 @@ func (d *Decider) endKnockout(ctx context.Context, r *request) (*Result, error) 
 	groupLogp := make([][]float64, len(ko.groups))
 	var passes []Pass
 	var final []int
-	var stats Stats
+	var stats RowStats
 	for g, sub := range ko.groups {
 		res, err := d.combine(ctx, sub)
 		if err != nil {
@@ -293,34 +234,4 @@ func RecombineKnockout(r *Result) error {
 		ids[i] = o.ID
 	}
 	return r.settleKnockout(ids)
-}
-
-// estimationRows are the rows PriDe's estimation decides for a sample row: the row itself, or
-// for a knockout row one sub-row of each pass size (the first group of that size; for a final
-// pass of another size, that many options taken group by group), since its passes are what
-// the prior divides out of.
-func (d *Decider) estimationRows(row contract.Row) ([]contract.Row, error) {
-	if len(row.Options) <= contract.MaxOptions {
-		return []contract.Row{row}, nil
-	}
-	p, err := d.plan(row)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", contract.ErrRow, err)
-	}
-	var out []contract.Row
-	seen := map[int]bool{}
-	var order []int
-	for _, g := range p.Groups {
-		order = append(order, g...)
-		if !seen[len(g)] {
-			seen[len(g)] = true
-			out = append(out, subRow(row, g))
-		}
-	}
-	if f := len(p.Groups) * p.Keep; !seen[f] {
-		idx := slices.Clone(order[:f])
-		slices.Sort(idx)
-		out = append(out, subRow(row, idx))
-	}
-	return out, nil
 }

@@ -1,0 +1,305 @@
+package gojev
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/debias"
+)
+
+// SetPrior sets the prior PriDe divides out (the Options.Prior of a running Decider), d.g. after
+// EstimatePrior. Safe for concurrent use; rows already decided keep the prior they used.
+func (d *Decider) SetPrior(p *debias.Prior) { d.prior.Store(p) }
+
+// Prior returns the PriDe prior in force (nil when none).
+func (d *Decider) Prior() *debias.Prior { return d.prior.Load() }
+
+// contentFreeResults waits for a contextual request's content-free prompts and caches each
+// candidate's content-free p_yes.
+func (d *Decider) contentFreeResults(ctx context.Context, r *request) error {
+	cf := make([][]float64, len(r.cf))
+	for i, j := range r.cf {
+		out, err := d.wait(ctx, j)
+		if err != nil {
+			return fmt.Errorf("content-free evidence %q: %w", debias.ContentFreeEvidence[i], err)
+		}
+		for _, c := range out.Candidates {
+			cf[i] = append(cf[i], c.PYes)
+		}
+	}
+	for o, opt := range r.cfOpts {
+		vals := make([]float64, len(cf))
+		for i := range cf {
+			vals[i] = cf[i][o]
+		}
+		d.contentFree.Store(contentFreeKey(r.row.Question, opt), vals)
+	}
+	return nil
+}
+
+// positionLogprobs are a direct result's log-probabilities over the listed options, by
+// position.
+func positionLogprobs(res *Result) []float64 {
+	lp := make([]float64, len(res.Options))
+	for i, o := range res.Options {
+		lp[i] = o.Logprob
+	}
+	return debias.LogSoftmax(lp)
+}
+
+// finishDebiased sets the chosen option from the debiased scores and keeps the raw choice.
+func finishDebiased(r *request, res *Result, d *Debiased) *Result {
+	d.RawChosen, d.RawCorrect = res.Chosen, res.Correct
+	best := 0
+	for i, p := range d.Probabilities {
+		if p > d.Probabilities[best] {
+			best = i
+		}
+	}
+	out := *res
+	out.Debias = d
+	out.Chosen = r.row.Options[best].ID
+	out.Probability = d.Probabilities[best]
+	if out.Options != nil {
+		out.ChosenLetter = out.Options[best].Letter
+	}
+	out.Correct = nil
+	if r.row.Label != "" {
+		ok := out.Chosen == r.row.Label
+		out.Correct = &ok
+	}
+	out.MS = float64(time.Since(r.start).Microseconds()) / 1000
+	return &out
+}
+
+// combineShifts averages a row's cyclic permutations r.shifts (debias.AverageShifts), each
+// first debiased with prior (debias.ApplyPrior) when one is given.
+func (d *Decider) combineShifts(r *request, results []*Result, method debias.Method, prior []float64) (*Result, error) {
+	perms := make([][]float64, len(results))
+	db := &Debiased{Method: method, Prior: prior}
+	for j, res := range results {
+		perms[j] = positionLogprobs(res)
+		if j > 0 {
+			db.Permutations = append(db.Permutations, Permutation{Shift: r.shifts[j], PromptSHA256: res.PromptSHA256,
+				NPromptTokens: res.NPromptTokens, Logprobs: perms[j]})
+		}
+	}
+	scored := perms
+	if prior != nil {
+		scored = make([][]float64, len(perms))
+		for j, lp := range perms {
+			var err error
+			if scored[j], _, err = debias.ApplyPrior(lp, prior); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var err error
+	if db.Scores, db.Probabilities, err = debias.AverageShifts(scored, r.shifts); err != nil {
+		return nil, err
+	}
+	out := finishDebiased(r, results[0], db)
+	for _, res := range results[1:] {
+		out.Stats.PromptTokens += res.Stats.PromptTokens
+		out.Stats.DecodedTokens += res.Stats.DecodedTokens
+	}
+	return out, nil
+}
+
+// applyPrior debiases one decode with the prior for its option count (debias.ApplyPrior).
+func (d *Decider) applyPrior(r *request, res *Result) (*Result, error) {
+	k := len(res.Options)
+	prior, ok := d.prior.Load().For(k)
+	if !ok {
+		if k != 1 {
+			return nil, fmt.Errorf("%w: %d options", debias.ErrNoPrior, k)
+		}
+		prior = []float64{1}
+	}
+	db := &Debiased{Method: debias.PriDe, Prior: prior}
+	var err error
+	if db.Scores, db.Probabilities, err = debias.ApplyPrior(positionLogprobs(res), prior); err != nil {
+		return nil, err
+	}
+	return finishDebiased(r, res, db), nil
+}
+
+func descriptionOf(row contract.Row, id string) string {
+	for _, o := range row.Options {
+		if o.ID == id {
+			return o.Description
+		}
+	}
+	return ""
+}
+
+func contentFreeKey(question string, o contract.Option) string {
+	return question + "\x00" + o.ID + "\x00" + o.Description
+}
+
+// EstimatePrior estimates PriDe's letter prior from rows without labels: each row is decided
+// under all k cyclic permutations of its options (k decodes, sharing their common prefix),
+// its prior is debias.EstimateRowPrior of the k readouts, and the priors of rows with the same
+// option count are averaged (debias.AveragePriors). Rows with one option add nothing. It
+// returns the prior (PromptVersion set; Model left for the caller to fill) and one Outcome per
+// row, in order: the row's decision from its permutations' average (Debias.Method PriDe,
+// PriorSample true), as the paper decides its estimation sample. A row that fails is its
+// Outcome's error and is left out of the estimate. A row of more than 16 options contributes
+// one sub-row of each size its knockout's passes have (KnockoutOptions), decided the same way;
+// its Outcome is empty (no Result, no error): decide it once the prior is set. The Decider must
+// serve the Direct (or Guarded) contract. It does not set the prior: call SetPrior.
+func (d *Decider) EstimatePrior(ctx context.Context, rows []contract.Row) (*debias.Prior, []Outcome, error) {
+	if !d.opts.Contract.lettered() {
+		return nil, nil, fmt.Errorf("%w: PriDe needs the direct contract (or its guarded variant)", ErrOptions)
+	}
+	out := make([]Outcome, len(rows))
+	var reqs []*request
+	var of []int // the input row of each request
+	for i, row := range rows {
+		if err := ctx.Err(); err != nil {
+			return nil, out, fmt.Errorf("gojev: %w", err)
+		}
+		if err := validate(row); err != nil {
+			out[i].Err = err
+			continue
+		}
+		est, err := d.estimationRows(row)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		for _, er := range est {
+			r, err := d.beginRow(ctx, d.next.Add(1), er, debias.Cyclic, 0, d.opts.Detect && len(est) == 1)
+			if err != nil {
+				out[i].Err = err
+				break
+			}
+			reqs, of = append(reqs, r), append(of, i)
+		}
+	}
+	rowPriors := map[int][][]float64{}
+	for ri, r := range reqs {
+		i := of[ri]
+		if out[i].Err != nil {
+			continue
+		}
+		results := make([]*Result, len(r.jobs))
+		for s, j := range r.jobs {
+			res, err := d.wait(ctx, j)
+			if err != nil {
+				out[i].Err = err
+				break
+			}
+			results[s] = res
+		}
+		if out[i].Err != nil {
+			continue
+		}
+		res, err := d.combineShifts(r, results, debias.PriDe, nil)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		res.Debias.PriorSample = true
+		if err := d.suspect(ctx, r, res); err != nil {
+			out[i].Err = err
+			continue
+		}
+		if len(rows[i].Options) <= contract.MaxOptions {
+			out[i].Result = res
+		}
+		k := len(r.row.Options)
+		if k < 2 {
+			continue
+		}
+		perms := [][]float64{positionLogprobs(results[0])}
+		for _, p := range res.Debias.Permutations {
+			perms = append(perms, p.Logprobs)
+		}
+		prior, err := debias.EstimateRowPrior(perms)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		rowPriors[k] = append(rowPriors[k], prior)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, out, fmt.Errorf("gojev: %w", err)
+	}
+	p := &debias.Prior{Method: debias.PriDe, Reference: debias.Reference, PromptVersion: d.opts.Contract.String(),
+		ByOptions: map[int]debias.LetterPrior{}}
+	for k, priors := range rowPriors {
+		avg, err := debias.AveragePriors(priors)
+		if err != nil {
+			return nil, out, err
+		}
+		p.ByOptions[k] = debias.LetterPrior{Letters: debias.Letters(k), Prior: avg, SampleRows: len(priors)}
+	}
+	if len(p.ByOptions) == 0 {
+		return nil, out, errors.New("gojev: no row of the sample could be decided under its permutations")
+	}
+	for i := range out {
+		if out[i].Result != nil {
+			if prior, ok := p.For(len(rows[i].Options)); ok {
+				out[i].Result.Debias.Prior = prior
+			}
+			out[i].Result = d.finish(out[i].Result)
+		}
+	}
+	return p, out, nil
+}
+
+// estimationRows are the rows PriDe's estimation decides for a sample row: the row itself, or
+// for a knockout row one sub-row of each pass size (the first group of that size; for a final
+// pass of another size, that many options taken group by group), since its passes are what
+// the prior divides out of.
+func (d *Decider) estimationRows(row contract.Row) ([]contract.Row, error) {
+	if len(row.Options) <= contract.MaxOptions {
+		return []contract.Row{row}, nil
+	}
+	p, err := d.plan(row)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", contract.ErrRow, err)
+	}
+	var out []contract.Row
+	seen := map[int]bool{}
+	var order []int
+	for _, g := range p.Groups {
+		order = append(order, g...)
+		if !seen[len(g)] {
+			seen[len(g)] = true
+			out = append(out, subRow(row, g))
+		}
+	}
+	if f := len(p.Groups) * p.Keep; !seen[f] {
+		idx := slices.Clone(order[:f])
+		slices.Sort(idx)
+		out = append(out, subRow(row, idx))
+	}
+	return out, nil
+}
+
+// contextual applies contextual calibration (debias.Calibrate) to every candidate's p_yes and
+// ranks by it.
+func (d *Decider) contextual(r *request, res *Result) (*Result, error) {
+	db := &Debiased{Method: debias.Contextual}
+	for _, c := range res.Candidates {
+		v, ok := d.contentFree.Load(contentFreeKey(r.row.Question, contract.Option{ID: c.ID, Description: descriptionOf(r.row, c.ID)}))
+		if !ok {
+			return nil, fmt.Errorf("gojev: no content-free p_yes for candidate %q", c.ID)
+		}
+		cf := v.([]float64)
+		q, _ := debias.Calibrate(c.PYes, cf)
+		mean := 0.0
+		for _, x := range cf {
+			mean += x / float64(len(cf))
+		}
+		db.ContentFree = append(db.ContentFree, mean)
+		db.Probabilities = append(db.Probabilities, q)
+	}
+	return finishDebiased(r, res, db), nil
+}

@@ -1,0 +1,83 @@
+package gojev
+
+import (
+	"context"
+	"fmt"
+)
+
+// Decide decides one row. It validates the row (contract.Row.Validate), renders and checks
+// its prompt(s) in the calling goroutine, hands them to the scheduler, which decodes them
+// together with other requests' prompts, and waits. Errors are per row and never affect other
+// requests: contract.ErrRow (bad options), contract.ErrBoundary, backend.ErrPromptTooLong,
+// backend.ErrSpecialText, debias.ErrNoPrior, runtime errors; a cancelled ctx returns at once
+// with an error wrapping ctx.Err(); a closed Decider gives ErrClosed.
+func (d *Decider) Decide(ctx context.Context, row Row) (*Result, error) {
+	c, err := d.Begin(ctx, row)
+	if err != nil {
+		return nil, err
+	}
+	return c.Wait(ctx)
+}
+
+// Call is a decision begun by Begin and not yet waited for. Wait may be called once, from any
+// goroutine.
+type Call struct {
+	d *Decider
+	r *request
+}
+
+// Begin is the first half of Decide: it validates the row, renders and checks its prompt(s)
+// in the calling goroutine and hands them to the scheduler, which serves requests oldest
+// first, in the order they were begun (Begin, Decide or DecideAll). A caller that reads rows
+// in order and waits for them concurrently (batch.Run) calls Begin in input order, so the
+// first row is decoded first whatever the goroutines do. Errors are Decide's for this row.
+func (d *Decider) Begin(ctx context.Context, row Row) (*Call, error) {
+	r, err := d.begin(ctx, row, d.opts.Debias, d.opts.Permute)
+	if err != nil {
+		return nil, err
+	}
+	return &Call{d: d, r: r}, nil
+}
+
+// Wait waits for a begun decision and returns its Result, with Decide's errors; a cancelled
+// ctx returns at once with an error wrapping ctx.Err().
+func (c *Call) Wait(ctx context.Context) (*Result, error) {
+	return c.d.end(ctx, c.r)
+}
+
+// DecideAll decides rows together and returns one Outcome per row, in input order. Rows are
+// prepared in order and handed to the scheduler as they are ready, so rows next to each other
+// share decodes. A bad row is that row's Outcome.Err. The error is non-nil only when ctx was
+// cancelled (it wraps ctx.Err(); rows not finished then carry the same error) or the Decider
+// was closed.
+func (d *Decider) DecideAll(ctx context.Context, rows []Row) ([]Outcome, error) {
+	out := make([]Outcome, len(rows))
+	calls := make([]*Call, len(rows))
+	d.preparingAdd(int64(len(rows)))
+	for i, row := range rows {
+		if err := ctx.Err(); err != nil {
+			for k := i; k < len(rows); k++ {
+				out[k].Err = fmt.Errorf("gojev: %w", err)
+			}
+			d.preparingAdd(-int64(len(rows) - i))
+			break
+		}
+		calls[i], out[i].Err = d.Begin(ctx, row)
+		d.preparingAdd(-1)
+	}
+	for i, c := range calls {
+		if c != nil {
+			out[i].Result, out[i].Err = c.Wait(ctx)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return out, fmt.Errorf("gojev: %w", err)
+	}
+	d.closeMu.Lock()
+	closed := d.closed
+	d.closeMu.Unlock()
+	if closed {
+		return out, fmt.Errorf("gojev: %w", ErrClosed)
+	}
+	return out, nil
+}

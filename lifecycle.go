@@ -1,0 +1,193 @@
+package gojev
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/debias"
+)
+
+// request is one row in flight: its jobs and how their results combine.
+type request struct {
+	seq    uint64 // the order it was asked in (Decider.next): the scheduler serves lower first
+	row    contract.Row
+	start  time.Time
+	method debias.Method
+	jobs   []*job // direct: one, or one per shift (jobs[j] is shift shifts[j]); binary: one
+	shifts []int  // the cyclic shifts decided (nil: the row's own order only)
+	// Contextual: content-free jobs (one per evidence in debias.ContentFreeEvidence) for the
+	// candidates whose content-free p_yes is not cached yet (cfOpts), in that order.
+	cf     []*job
+	cfOpts []contract.Option
+	// detect is the injection detector's job (Options.Detect), nil without it.
+	detect *job
+	// ko is the knockout of a row with more than contract.MaxOptions options (its group
+	// passes in flight); jobs is then empty.
+	ko *knockoutRequest
+}
+
+// begin prepares and enqueues a row's prompts under method, decided under permute evenly
+// spaced cyclic shifts (debias.Shifts: 0 is all k under Cyclic, one decode under PriDe).
+// Errors are the row's: bad options, render or check failures, debias.ErrNoPrior; or ctx's and
+// ErrClosed.
+func (d *Decider) begin(ctx context.Context, row contract.Row, method debias.Method, permute int) (*request, error) {
+	d.preparingAdd(1)
+	defer d.preparingAdd(-1)
+	if err := validate(row); err != nil {
+		return nil, err
+	}
+	seq := d.next.Add(1)
+	if len(row.Options) > contract.MaxOptions && d.opts.Contract.lettered() {
+		return d.beginKnockout(ctx, seq, row, method, permute)
+	}
+	return d.beginRow(ctx, seq, row, method, permute, d.opts.Detect)
+}
+
+// beginRow is begin for a valid row of at most contract.MaxOptions options under a lettered
+// contract (any count under Binary), with or without the detector's prompt; seq is the
+// request's place in the scheduler's order (a knockout's passes share their row's).
+func (d *Decider) beginRow(ctx context.Context, seq uint64, row contract.Row, method debias.Method, permute int, detect bool) (*request, error) {
+	r := &request{seq: seq, row: row, start: time.Now(), method: method}
+	if method == debias.PriDe {
+		if _, ok := d.prior.Load().For(len(row.Options)); !ok && len(row.Options) > 1 {
+			return nil, fmt.Errorf("%w: %d options (estimate one first: EstimatePrior, or a prior file)", debias.ErrNoPrior, len(row.Options))
+		}
+	}
+	if method == debias.Cyclic || (method == debias.PriDe && permute > 1) {
+		r.shifts = debias.Shifts(len(row.Options), permute)
+	}
+	rows := []contract.Row{row}
+	for _, s := range r.shifts[min(1, len(r.shifts)):] {
+		p := row
+		p.Options = debias.Permute(row.Options, s)
+		rows = append(rows, p)
+	}
+	for _, rr := range rows {
+		j, err := d.newJob(ctx, rr)
+		if err != nil {
+			if len(r.jobs) > 0 {
+				err = fmt.Errorf("permutation %d: %w", len(r.jobs), err)
+			}
+			return nil, err
+		}
+		r.jobs = append(r.jobs, j)
+	}
+	if method == debias.Contextual {
+		for _, o := range row.Options {
+			if _, ok := d.contentFree.Load(contentFreeKey(row.Question, o)); !ok {
+				r.cfOpts = append(r.cfOpts, o)
+			}
+		}
+		if len(r.cfOpts) > 0 {
+			for _, ev := range debias.ContentFreeEvidence {
+				j, err := d.newJob(ctx, contract.Row{ID: row.ID, State: ev, Question: row.Question, Options: r.cfOpts})
+				if err != nil {
+					return nil, fmt.Errorf("content-free evidence %q: %w", ev, err)
+				}
+				r.cf = append(r.cf, j)
+			}
+		}
+	}
+	if detect {
+		j, err := d.newJobOf(ctx, row, true)
+		if err != nil {
+			return nil, err
+		}
+		r.detect = j
+	}
+	for _, j := range append(r.jobs, r.cf...) {
+		if err := d.enqueue(ctx, seq, j); err != nil {
+			return nil, err
+		}
+	}
+	if r.detect != nil {
+		if err := d.enqueue(ctx, seq, r.detect); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// suspect waits for a request's detector prompt (Options.Detect) and records its readout in
+// res.Suspect, before the result is finished (finish applies AbstainOnSuspect's abstention).
+func (d *Decider) suspect(ctx context.Context, r *request, res *Result) error {
+	if r.detect == nil {
+		return nil
+	}
+	out, err := d.wait(ctx, r.detect)
+	if err != nil {
+		return fmt.Errorf("injection detector: %w", err)
+	}
+	s := out.Suspect
+	s.Threshold = d.opts.DetectThreshold
+	if s.Threshold == 0 {
+		s.Threshold = DefaultDetectThreshold
+	}
+	s.Flagged = s.PYes >= s.Threshold
+	s.Abstain = s.Flagged && d.opts.AbstainOnSuspect
+	res.Suspect = s
+	res.Stats.PromptTokens += s.NPromptTokens
+	res.Stats.DecodedTokens += out.Stats.DecodedTokens
+	return nil
+}
+
+// end waits for a request's jobs, combines their results, adds the detector's readout and
+// finishes the result (calibration, abstention).
+func (d *Decider) end(ctx context.Context, r *request) (*Result, error) {
+	var out *Result
+	var err error
+	if r.ko != nil {
+		out, err = d.endKnockout(ctx, r)
+	} else {
+		out, err = d.combine(ctx, r)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := d.suspect(ctx, r, out); err != nil {
+		return nil, err
+	}
+	return d.finish(out), nil
+}
+
+// combine waits for a request's jobs and combines their results under its bias control.
+func (d *Decider) combine(ctx context.Context, r *request) (*Result, error) {
+	results := make([]*Result, len(r.jobs))
+	for i, j := range r.jobs {
+		res, err := d.wait(ctx, j)
+		if err != nil {
+			if i > 0 {
+				err = fmt.Errorf("permutation %d: %w", i, err)
+			}
+			return nil, err
+		}
+		results[i] = res
+	}
+	res := results[0]
+	var out *Result
+	var err error
+	switch {
+	case r.method == debias.None:
+		out = res
+	case r.shifts != nil:
+		var prior []float64
+		if r.method == debias.PriDe {
+			prior, _ = d.prior.Load().For(len(r.row.Options))
+		}
+		out, err = d.combineShifts(r, results, r.method, prior)
+	case r.method == debias.PriDe:
+		out, err = d.applyPrior(r, res)
+	case r.method == debias.Contextual:
+		if err = d.contentFreeResults(ctx, r); err == nil {
+			out, err = d.contextual(r, res)
+		}
+	default:
+		return nil, fmt.Errorf("%w: unknown debias method %q", ErrOptions, r.method)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
