@@ -18,14 +18,14 @@ import (
 	"github.com/gojev/gojev/internal/testenv"
 )
 
-// readmeProgram returns the Go program of the README's "Use it from your Go module" section
-// (the first go code block after that heading), as committed at HEAD: the test builds exactly
-// what the README tells a user to write. It prints the chosen option id and its probability.
+// readmeProgram returns the Go program of docs/library.md's "Use it from your Go module"
+// section (the first go code block after that heading), as committed at HEAD: the test builds
+// exactly what the docs tell a user to write. It prints the chosen option id and its probability.
 func readmeProgram(t *testing.T, root string) string {
-	readme, err := gitOut(root, "show", "HEAD:README.md")
+	readme, err := gitOut(root, "show", "HEAD:docs/library.md")
 	require.NoError(t, err)
 	_, section, ok := strings.Cut(readme, "\n## Use it from your Go module")
-	require.True(t, ok, "README.md has no \"## Use it from your Go module\" section")
+	require.True(t, ok, "docs/library.md has no \"## Use it from your Go module\" section")
 	_, code, ok := strings.Cut(section, "```go\n")
 	require.True(t, ok, "the section has no go code block")
 	code, _, ok = strings.Cut(code, "```")
@@ -216,8 +216,8 @@ func TestExternalModule(t *testing.T) {
 }
 
 // shardProgram is a Go program that uses package batch as jev decide does: it resumes
-// <parts>/part-1.jsonl (shard 1 of 3) and writes <parts>/part-2.jsonl (shard 2 of 3), each with
-// its run file.
+// <parts>/part-1.jsonl (shard 1 of 3) with Run and a Resume, writing its run file, and decides
+// <parts>/part-2.jsonl (shard 2 of 3) with a Job.
 const shardProgram = `package main
 
 import (
@@ -229,18 +229,19 @@ import (
 	"time"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/batch"
 )
 
 func main() {
 	model, rows, parts := os.Args[1], os.Args[2], os.Args[3]
 	ctx := context.Background()
-	d, err := gojev.Open(ctx, model, gojev.Options{NThreads: 2})
+	d, err := gojev.Open(ctx, model, gojev.Options{Runtime: backend.InProcessOptions{NThreads: 2}})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer d.Close()
-	id, err := batch.ModelIdentity(d.Check().Model.Path, d.Check().Model.Name)
+	id, err := gojev.ModelIdentity(d.Check().Model.Path, d.Check().Model.Name)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -273,27 +274,11 @@ func main() {
 	runFile(p1, s1, sum, start)
 	fmt.Printf("resumed part-1.jsonl: kept %d, skipped %d, decided %d\n", r.Records, sum.Skipped, sum.Decided)
 
-	// Decide shard 2 from scratch.
-	p2 := filepath.Join(parts, "part-2.jsonl")
-	start = time.Now()
-	out, err := batch.Create(p2)
-	if err != nil {
+	// Decide shard 2 from scratch, as jev decide --shard 2/3 does (the run file written too).
+	job := batch.Job{Input: rows, Output: filepath.Join(parts, "part-2.jsonl"), Shard: batch.Shard{I: 2, N: 3}, Decider: d}
+	if sum, err = job.Run(ctx); err != nil {
 		log.Fatal(err)
 	}
-	if err := out.Start(); err != nil {
-		log.Fatal(err)
-	}
-	in, _ = os.Open(rows)
-	s2 := batch.Shard{I: 2, N: 3}
-	sum, err = batch.Run(ctx, d, in, out, batch.Config{Shard: s2})
-	in.Close()
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		log.Fatal(err)
-	}
-	runFile(p2, s2, sum, start)
 	fmt.Printf("wrote part-2.jsonl: decided %d\n", sum.Decided)
 }
 `
