@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,27 +20,6 @@ import (
 	"github.com/gojev/gojev/internal/testenv"
 	"github.com/gojev/gojev/llama"
 )
-
-func TestMain(m *testing.M) {
-	llama.SetLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
-	modelFile = testenv.ExampleModel()
-	os.Exit(m.Run())
-}
-
-func openDefault(t *testing.T, opts gojev.Options) *gojev.Decider {
-	t.Helper()
-	if opts.Runtime.NThreads == 0 {
-		opts.Runtime.NThreads = 2
-	}
-	d, err := gojev.Open(context.Background(), testenv.SmallModel(t), opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = d.Close() })
-	return d
-}
-
-func exampleRows(t *testing.T) []contract.Row {
-	return testenv.Rows(t, filepath.Join(testenv.RepoRoot(t), "examples", "tickets.jsonl"), 100)
-}
 
 // TestSlotsResolveOnRealModels runs the start-up checks on both models the project fetches:
 // the small test model and the default one.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/backend"
+	"github.com/gojev/gojev/backend/backendtest"
 	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
@@ -164,21 +165,24 @@ func Example_pride() {
 	// Output: pride shipping raw: billing 3
 }
 
-// New wraps another runtime, here a llama-server over HTTP: the same checks, scheduling,
-// scoring and bias control run on it through the same code.
+// New wraps any runtime instead of loading a model: backend.NewHTTP for a running llama-server
+// (backend.NewHTTP("http://127.0.0.1:8080", backend.HTTPOptions{})), or, in a test of code that
+// holds a Decider, backendtest's Scripted, whose logits the test writes. The same checks,
+// scheduling, scoring and bias control run on either through the same code.
 func ExampleNew() {
 	ctx := context.Background()
-	rt := backend.NewHTTP("http://127.0.0.1:8080", backend.HTTPOptions{})
-	d, err := gojev.New(ctx, rt, gojev.Options{Contract: gojev.Binary})
+	rt := &backendtest.Scripted{Scores: map[string]float64{"Charges, refunds and invoices.": 2}}
+	d, err := gojev.New(ctx, rt, gojev.Options{})
 	if err != nil {
-		log.Fatal(err) // the server is unreachable, or its model fails the start-up checks
+		log.Fatal(err) // the runtime fails the start-up checks
 	}
 	defer d.Close()
 	res, err := d.Decide(ctx, ticket)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(res.Chosen, res.Backend)
+	fmt.Printf("%s %s %.3f %s\n", res.Chosen, res.ChosenLetter, res.Probability, res.Backend)
+	// Output: billing A 0.787 scripted
 }
 
 // Calibrated probabilities and abstention: a profile (jev calibrate fits one from labelled

@@ -3,7 +3,6 @@ package gojev
 import (
 	"context"
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -13,47 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gojev/gojev/backend"
+	"github.com/gojev/gojev/backend/backendtest"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/internal/testenv"
 )
 
-// byteRuntime is a model-free runtime: one token per byte, every listed letter equally likely.
-type byteRuntime struct{}
-
-func (byteRuntime) Name() string     { return "bytes" }
-func (byteRuntime) Renderer() string { return "bytes" }
-func (byteRuntime) Render(_ context.Context, msgs []contract.ChatMessage) (string, error) {
-	var b strings.Builder
-	for _, m := range msgs {
-		b.WriteString(m.Role + ": " + m.Content + "\n")
-	}
-	return b.String(), nil
-}
-func (byteRuntime) Tokenize(_ context.Context, text string, _ bool) ([]int32, error) {
-	out := make([]int32, len(text))
-	for i := range len(text) {
-		out[i] = int32(text[i])
-	}
-	return out, nil
-}
-func (byteRuntime) Detokenize(_ context.Context, toks []int32) (string, error) {
-	b := make([]byte, len(toks))
-	for i, t := range toks {
-		b[i] = byte(t)
-	}
-	return string(b), nil
-}
-func (byteRuntime) NextToken(_ context.Context, prompt, ids []int32) (backend.Readout, error) {
-	r := backend.Readout{Decoded: len(prompt)}
-	for range ids {
-		r.Logits = append(r.Logits, 0)
-		r.Logprobs = append(r.Logprobs, -math.Log(256))
-	}
-	return r, nil
-}
-func (byteRuntime) TemplateTime() time.Time { return time.Time{} }
-func (byteRuntime) Close() error            { return nil }
+// byteRuntime is a model-free runtime (one token per byte), every listed letter equally likely.
+type byteRuntime = backendtest.Scripted
 
 // TestARowIsValidatedOnce: a decision validates its row once, however many prompts it
 // renders (8 cyclic permutations here; a knockout's passes), and New checks its options once.
@@ -64,7 +30,7 @@ func TestARowIsValidatedOnce(t *testing.T) {
 	validate = func(r contract.Row) error { validations++; return r.Validate() }
 	checkOptions = func(o Options) error { checks++; return o.check() }
 
-	d, err := New(context.Background(), byteRuntime{}, Options{Debias: debias.Cyclic})
+	d, err := New(context.Background(), &byteRuntime{}, Options{Debias: debias.Cyclic})
 	require.NoError(t, err)
 	defer d.Close()
 	assert.Equal(t, 1, checks, "New checks its options once")
@@ -78,7 +44,7 @@ func TestARowIsValidatedOnce(t *testing.T) {
 	assert.Len(t, res.Debias.Permutations, 7)
 	assert.Equal(t, 1, validations, "one validation for the row and its 8 permutations")
 
-	k, err := New(context.Background(), byteRuntime{}, Options{})
+	k, err := New(context.Background(), &byteRuntime{}, Options{})
 	require.NoError(t, err)
 	defer k.Close()
 	validations = 0

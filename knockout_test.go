@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,70 +16,16 @@ import (
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/backend"
+	"github.com/gojev/gojev/backend/backendtest"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/knockout"
 )
 
-// scripted is a runtime whose next-token logits are written by the test: one token per byte,
-// and at a direct prompt's end the letter of each listed option scores that option's
-// description's value in scores, plus bias[letter] (a position bias).
-type scripted struct {
-	scores map[string]float64
-	bias   map[byte]float64
-}
-
-func (s *scripted) Name() string     { return "scripted" }
-func (s *scripted) Renderer() string { return "scripted" }
-func (s *scripted) Render(_ context.Context, msgs []contract.ChatMessage) (string, error) {
-	var b strings.Builder
-	for _, m := range msgs {
-		b.WriteString(m.Role + ": " + m.Content + "\n")
-	}
-	return b.String() + "assistant: ", nil
-}
-func (s *scripted) Tokenize(_ context.Context, text string, _ bool) ([]int32, error) {
-	out := make([]int32, len(text))
-	for i := range len(text) {
-		out[i] = int32(text[i])
-	}
-	return out, nil
-}
-func (s *scripted) Detokenize(_ context.Context, toks []int32) (string, error) {
-	b := make([]byte, len(toks))
-	for i, t := range toks {
-		b[i] = byte(t)
-	}
-	return string(b), nil
-}
-func (s *scripted) NextToken(_ context.Context, prompt, ids []int32) (backend.Readout, error) {
-	text, _ := s.Detokenize(context.Background(), prompt)
-	i := strings.Index(text, "user: ")
-	j := strings.LastIndex(text, "\nassistant: ")
-	var payload struct {
-		Options []struct{ Letter, Description string }
-	}
-	if err := json.Unmarshal([]byte(text[i+len("user: "):j]), &payload); err != nil {
-		return backend.Readout{}, err
-	}
-	logits := make([]float64, 256)
-	for _, o := range payload.Options {
-		logits[o.Letter[0]] = s.scores[o.Description] + s.bias[o.Letter[0]]
-	}
-	m := slices.Max(logits)
-	total := 0.0
-	for _, v := range logits {
-		total += math.Exp(v - m)
-	}
-	r := backend.Readout{Decoded: len(prompt)}
-	for _, id := range ids {
-		r.Logits = append(r.Logits, logits[id])
-		r.Logprobs = append(r.Logprobs, logits[id]-m-math.Log(total))
-	}
-	return r, nil
-}
-func (s *scripted) TemplateTime() time.Time { return time.Time{} }
-func (s *scripted) Close() error            { return nil }
+// scripted is the model-free runtime of the knockout tests: at a direct prompt's end the letter
+// of each listed option scores that option's description's value in Scores, plus Bias[letter]
+// (a position bias).
+type scripted = backendtest.Scripted
 
 func manyOptions(n int) []contract.Option {
 	out := make([]contract.Option, n)
@@ -115,7 +60,7 @@ func TestKnockoutCarriesTheRunnerUp(t *testing.T) {
 	scores[opts[0].Description] = -5 // eliminated in group 1, so that X leads the final pass
 	scores[opts[1].Description] = 0  // X
 	scores[opts[2].Description] = 2.5
-	res := decideScripted(t, &scripted{scores: scores, bias: map[byte]float64{'B': 3}}, opts, opts[2].ID)
+	res := decideScripted(t, &scripted{Scores: scores, Bias: map[byte]float64{'B': 3}}, opts, opts[2].ID)
 	ko := res.Knockout
 	assert.Equal(t, 8, ko.Keep)
 	require.Len(t, ko.Passes, 3)
@@ -149,7 +94,7 @@ func TestKnockoutReadsEveryPass(t *testing.T) {
 	scores[opts[1].Description] = -5 // eliminated in group 1
 	scores[opts[5].Description] = 2  // G
 	scores[opts[10].Description] = 0 // X, at J in the final pass
-	res := decideScripted(t, &scripted{scores: scores, bias: map[byte]float64{'J': 3}}, opts, opts[5].ID)
+	res := decideScripted(t, &scripted{Scores: scores, Bias: map[byte]float64{'J': 3}}, opts, opts[5].ID)
 	ko := res.Knockout
 	require.Len(t, ko.Passes, 3)
 	final := ko.Passes[2]
@@ -329,7 +274,7 @@ func (r *recording) NextToken(ctx context.Context, prompt, ids []int32) (backend
 // (Before, every row's group passes went first and all the final passes came at the end: a
 // batch run killed then lost every row of its window.)
 func TestKnockoutRowsFinishInOrder(t *testing.T) {
-	rt := &recording{scripted: &scripted{scores: map[string]float64{}}}
+	rt := &recording{scripted: &scripted{Scores: map[string]float64{}}}
 	d, err := gojev.New(context.Background(), rt, gojev.Options{})
 	require.NoError(t, err)
 	defer d.Close()

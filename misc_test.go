@@ -88,7 +88,7 @@ func TestAPluginThatFailsIsAnErrorUnlessCPUFallback(t *testing.T) {
 // TestErrClosedWithoutPackageLlama: a closed Decider's error is gojev.ErrClosed, for a
 // program that decides over another runtime (here a scripted one) and never imports llama.
 func TestErrClosedWithoutPackageLlama(t *testing.T) {
-	d, err := gojev.New(context.Background(), &scripted{scores: map[string]float64{}}, gojev.Options{})
+	d, err := gojev.New(context.Background(), &scripted{Scores: map[string]float64{}}, gojev.Options{})
 	require.NoError(t, err)
 	row := contract.Row{ID: "r", State: "s", Question: "q", Options: manyOptions(3)}
 	_, err = d.Decide(context.Background(), row)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -51,6 +52,66 @@ func TestPublicSurface(t *testing.T) {
 	for _, cliOnly := range []string{"gonum.org/v1/plot", "github.com/schollz/progressbar", "golang.org/x/term"} {
 		assert.NotContains(t, deps, cliOnly, "the root package's and batch's dependencies")
 	}
+}
+
+// importRules is docs/design.md's map of what each package may import of this module ("" is
+// the root package): dependencies point one way, from cmd down to the leaves. A package not
+// listed is an application (cmd/..., internal/app/...), which may import anything but cmd.
+var importRules = map[string][]string{
+	"":                     {"backend", "calibrate", "contract", "debias", "knockout", "llama", "internal/digest"},
+	"backend":              {"contract", "llama", "pyjson", "render"},
+	"backend/backendtest":  {"backend", "contract"},
+	"batch":                {"", "backend", "calibrate", "contract", "debias", "knockout", "internal/atomicfile", "internal/jsonl", "internal/version"},
+	"calibrate":            {"debias", "internal/atomicfile"},
+	"contract":             {"pyjson"},
+	"debias":               {"internal/atomicfile"},
+	"gguf":                 {},
+	"knockout":             {"debias"},
+	"llama":                {"gguf", "render"},
+	"pyjson":               {},
+	"render":               {},
+	"internal/atomicfile":  {},
+	"internal/cache":       {},
+	"internal/cli":         {},
+	"internal/digest":      {},
+	"internal/gpucheck":    {},
+	"internal/jsonl":       {},
+	"internal/llamaserver": {},
+	"internal/pyjinja":     {},
+	"internal/testenv":     {"contract", "internal/cache", "internal/llamaserver"},
+	"internal/version":     {"llama"},
+}
+
+// TestImportRules: every package imports only what the design map allows it.
+func TestImportRules(t *testing.T) {
+	root := testenv.RepoRoot(t)
+	const mod = "github.com/gojev/gojev"
+	out := goCmd(t, root, nil, "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...")
+	seen := 0
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		pkg := strings.TrimPrefix(strings.TrimPrefix(f[0], mod), "/")
+		allowed, ruled := importRules[pkg]
+		app := strings.HasPrefix(pkg, "cmd/") || strings.HasPrefix(pkg, "internal/app/")
+		if !ruled && !app {
+			t.Errorf("package %q is not on the design map (docs/design.md, importRules)", pkg)
+			continue
+		}
+		seen++
+		for _, imp := range f[1:] {
+			if imp != mod && !strings.HasPrefix(imp, mod+"/") {
+				continue
+			}
+			dep := strings.TrimPrefix(strings.TrimPrefix(imp, mod), "/")
+			switch {
+			case app && !strings.HasPrefix(dep, "cmd/"):
+			case ruled && slices.Contains(allowed, dep):
+			default:
+				t.Errorf("%q imports %q, which the design map does not allow", pkg, dep)
+			}
+		}
+	}
+	assert.Greater(t, seen, 25, "go list listed the module's packages")
 }
 
 // TestBuildsWithoutCgo: with CGO_ENABLED=0 everything builds, jev among it. That jev decides

@@ -5,6 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/gojev/gojev/gguf"
 )
@@ -75,14 +78,25 @@ func Example() {
 }
 
 func ExampleOpen() {
-	f, err := gguf.Open("model.gguf")
+	path := filepath.Join(os.TempDir(), "gguf-example-tiny.gguf") // a model file, here the tiny one above
+	if err := os.WriteFile(path, tinyGGUF(), 0o644); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.Remove(path)
+	f, err := gguf.Open(path)
 	if err != nil {
 		// errors.Is(err, gguf.ErrTruncated), gguf.ErrCorrupt, ... or fs.ErrNotExist
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(f.Architecture(), f.TensorCount())
+	fmt.Println(f.Architecture(), f.TensorCount(), f.Size)
 	for _, t := range f.Tensors {
 		fmt.Println(t.Name, t.Type, t.Dims, t.FileOffset, t.Size)
 	}
+	_, err = gguf.Open(filepath.Join(os.TempDir(), "no-such-model.gguf"))
+	fmt.Println(errors.Is(err, fs.ErrNotExist))
+	// Output:
+	// llama 0 240
+	// true
 }

@@ -8,15 +8,19 @@ import (
 	"github.com/gojev/gojev/llama"
 )
 
+// modelFile is the GGUF model the example loads: here the small test model (SmolLM2-135M), set
+// by TestMain.
+var modelFile string
+
 // Load a model, decode a prompt as sequence 0 and read the next-token logits of its last
 // position. Every handle is closed by its one owner.
 func Example() {
-	m, err := llama.LoadModel("model.gguf", llama.DefaultModelParams()) // validated before llama.cpp sees it
+	m, err := llama.LoadModel(modelFile, llama.DefaultModelParams()) // validated before llama.cpp sees it
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer m.Close()
-	c, err := llama.NewContext(m, llama.ContextParams{NCtx: 2048, NBatch: 512, NThreads: 4})
+	c, err := llama.NewContext(m, llama.ContextParams{NCtx: 2048, NBatch: 512, NThreads: 2})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -44,4 +48,5 @@ func Example() {
 		log.Fatal(err)
 	}
 	fmt.Println(len(logits) == m.Vocab().NVocab())
+	// Output: true
 }

@@ -19,10 +19,10 @@ import (
 	"github.com/gojev/gojev/llama"
 )
 
+// llama.cpp warns about the test vocab files' metadata; testenv.Main keeps its log to errors.
 func TestMain(m *testing.M) {
-	// llama.cpp warns about the test vocab files' metadata; keep test output to errors.
-	llama.SetLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
-	os.Exit(m.Run())
+	modelFile = testenv.ExampleModel()
+	testenv.Main(m)
 }
 
 func TestNativeLogGoesThroughSlog(t *testing.T) {

@@ -31,8 +31,8 @@ prompt, template head, a row's evidence for its binary candidates) are decoded o
 results are bit-identical to deciding each prompt alone. --runtime URL decides through a
 llama-server instead, every contract and bias control included. A row of 17 to 256 options is decided in
 passes of at most 16 (a knockout: --knockout-grouping; its record lists every pass and a
-distribution over all the options); --contract binary decides any count directly, and on
-Banking77's 77 intents it was right far more often (52 % against 31 %, at 1.6× the time). A bad row (malformed JSON, a missing field, 0 or more
+distribution over all the options); --contract binary decides any count directly, one prompt
+per option (docs/many-options.md compares the two). A bad row (malformed JSON, a missing field, 0 or more
 than 256 options, duplicate option ids, a label that is not an option id, a prompt longer than
 n_ctx, content containing special-token text) gets {"id": ..., "line": N, "error": "..."} and
 the run goes on. A summary (rows, errors, accuracy where rows have a "label", the most chosen
@@ -275,7 +275,7 @@ func (s *summary) checkSkew() {
 		return
 	}
 	s.warned = true
-	remedy := "--debias pride (label-free position-bias control, about 1.25x the time) or --permute cyclic (k x the time)"
+	remedy := "--debias pride (label-free position-bias control: one decode a row once its prior is estimated) or --permute cyclic (k decodes a row)"
 	if s.Debiased {
 		remedy = "--permute cyclic, or a larger model"
 	} else {

@@ -63,7 +63,7 @@ func (f *modelFlags) register(fs *cli.FlagSet) {
 func (f *modelFlags) registerDecoding(fs *cli.FlagSet) {
 	cli.Int(fs, &f.nCtx, "c,ctx-size", backend.DefaultNCtx, "n_ctx: the longest prompt in `tokens`; longer rows get an error record (llama.cpp rounds small values up to 256 and jev caps it at the model's training context)")
 	cli.Int(fs, &f.nBatch, "b,batch-size", backend.DefaultNBatch, "n_batch: most `tokens` per llama_decode call")
-	cli.String(fs, &f.decode, "decode", "", "`mode`: one-sequence (one prompt per llama_decode: exact, the CPU default) or packed (up to 16 prompts per llama_decode sharing their prefix: faster on a GPU, the default when layers are offloaded; log-probabilities move by up to ~0.2); every record says which decided it")
+	cli.String(fs, &f.decode, "decode", "", "`mode`: one-sequence (one prompt per llama_decode: exact, the CPU default) or packed (up to 16 prompts per llama_decode sharing their prefix: the default when layers are offloaded to a GPU; not bit-identical to one-sequence: docs/gpu.md); every record says which decided it")
 }
 
 // modelPath resolves -m, then $JEV_MODEL, then the cached default model.
