@@ -11,7 +11,7 @@ import (
 // Open loads the GGUF model at path into this process (backend.OpenInProcess: the file is
 // validated by package gguf before llama.cpp reads it) and returns a Decider that owns it, as
 // New does after the start-up checks. Loading takes seconds; ctx is checked before and after.
-// Options.Plugins are loaded first (llama.LoadBackend). Errors wrap ErrOptions,
+// Options.Runtime.Plugins are loaded first (llama.LoadBackend). Errors wrap ErrOptions,
 // backend.ErrOptions, llama.ErrBackendLoad, backend.ErrNoDevice, llama.ErrLoad, backend.ErrNoTemplate,
 // render.ErrTemplate, llama.ErrContext, or the contract's start-up errors (see New).
 func Open(ctx context.Context, path string, opts Options) (*Decider, error) {

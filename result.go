@@ -43,7 +43,7 @@ type Result struct {
 	Abstained bool `json:"abstained,omitempty"`
 	// Backend is "in-process" or the server's URL; Renderer "go", "llama" or "server";
 	// TemplateDate the clock the template read ("2006-01-02" at midnight, else RFC 3339):
-	// rerun with it pinned (Options.TemplateTime, jev --template-date) to reproduce
+	// rerun with it pinned (Options.Runtime.TemplateTime, jev --template-date) to reproduce
 	// prompt_sha256.
 	Backend  string `json:"backend"`
 	Renderer string `json:"renderer"`

@@ -1,16 +1,18 @@
-// Package batch turns files of rows into files of decision records with a gojev.Decider: the
-// helpers every program that decides a JSONL file needs, as jev decide uses them. It is to
-// package gojev what sqlitex is to sqlite: Run streams rows through a Decider with a read-ahead
-// window and writes one record a line, in input order; Resume continues an interrupted
-// (even kill -9ed) results file; Shard splits a file among processes (Slurm array tasks,
-// Kubernetes Indexed Jobs) and Merge joins their parts, checked; RunFile is the file beside
-// every results file that records the model, contract and flags; Scanner is the one reader of
-// results files; the PriDe helpers estimate a letter prior from a file's label-free sample.
-// Job puts them together for one file as jev decide does (the run resumed and checked, the
-// output emptied only once the model is ready, PriDe's prior read or estimated, the run file
-// written before and after); MergeFile writes a merge to a file only when it adds up;
-// CalibrateFile applies a calibration profile to a results file without decoding (jev
-// calibrate --apply), and Render writes each row's prompt record without deciding (jev render).
+// Package batch is gojev's job engine: it turns files of rows into files of decision records
+// with a gojev.Decider, as jev decide does. It is to package gojev what sqlitex is to sqlite.
+//
+//   - Run streams rows through a Decider with a read-ahead window and writes one record a
+//     line (Record, ErrorRecord; RecordLine), in input order, whole lines only.
+//   - Job runs one file as jev decide runs it: the run it resumes checked, the output emptied
+//     only once the model is ready, PriDe's prior read or estimated (PriorFile, PriorOnly),
+//     the run file written before and after.
+//   - OpenResume continues an interrupted (even kill -9ed) results file; Config.Skip is its
+//     Resume.Skip.
+//   - Shard splits a file among processes (Slurm array tasks, Kubernetes Indexed Jobs:
+//     ParseShard), and Merge and MergeFile join their parts, checked (Problem).
+//   - RunFile is the file beside every results file (RunFilePath): the model, contract, flags,
+//     prior and times; ReadEntries reads a results file back.
+//   - ApplyProfile calibrates a results file without decoding (jev calibrate --apply).
 //
 // Files written by jev and by a program through this package are the same files: either can
 // resume or merge what the other wrote.

@@ -10,7 +10,7 @@
 #          bigbench==1.0.0 (scripts/fetch-bigbench.sh, scripts/bigbench-rows.py)
 # Each file is decided with --debias pride and its own prior (estimated on its 5 % sample);
 # then, from the files alone: jev calibrate fits the profile on fit and scores it on each, and
-# scripts/prior-transfer.py scores each file's rows under every prior of its option count.
+# measurements/prior-transfer.py scores each file's rows under every prior of its option count.
 # SETS="fit snips siqa" decides only those files (the figures then cover the files decided so
 # far); ROWS=150 takes the first 150 of each file's 300 rows (every file but fit).
 set -euo pipefail
@@ -52,4 +52,4 @@ done
 declare -A label=([fit]=banking77-8 [t16]=banking77-16 [b77k7]=banking77-7 [b77k3]=banking77-3 [snips]=snips [siqa]=siqa)
 args=()
 for n in "${decided[@]}"; do args+=("$OUT/$n-pride.jsonl=${label[$n]}"); done
-python3 scripts/prior-transfer.py "${args[@]}"
+python3 measurements/prior-transfer.py "${args[@]}"

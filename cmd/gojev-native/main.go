@@ -45,7 +45,7 @@ Flags:
                   also fetch the prebuilt ggml backend plugin for that GPU (node-llama-cpp's
                   build of the same llama.cpp release, sha256-verified, into
                   <cache>/plugins/) and print  export GOJEV_PLUGINS=<plugin>:  jev loads it
-                  from there; a program passes it in gojev.Options.Plugins. No CUDA toolkit or Vulkan SDK is needed: cuda
+                  from there; a program passes it in gojev.Options.Runtime.Plugins. No CUDA toolkit or Vulkan SDK is needed: cuda
                   needs the NVIDIA driver and the CUDA 13 runtime (libcudart.so.13,
                   libcublas.so.13: pip install nvidia-cuda-runtime nvidia-cublas), vulkan
                   needs libvulkan1 and a driver, metal needs macOS on Apple silicon.
@@ -163,7 +163,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		lines += "export GOJEV_PLUGINS=" + shellQuote(plugin) + "\n"
-		fmt.Fprintf(stderr, "gojev-native: %s plugin %s: jev loads it from GOJEV_PLUGINS; your program passes it in gojev.Options.Plugins\n", c.gpu, plugin)
+		fmt.Fprintf(stderr, "gojev-native: %s plugin %s: jev loads it from GOJEV_PLUGINS; your program passes it in gojev.Options.Runtime.Plugins\n", c.gpu, plugin)
 	}
 	fmt.Fprintf(stderr, "gojev-native: native libraries in %s (%s, module %s)\n", entry, time.Since(start).Round(time.Millisecond), dir)
 	if os.Getenv("GOJEV_CUDA") == "1" {

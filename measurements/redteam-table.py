@@ -3,7 +3,7 @@
 column per family with "moved / acted on" in % of the rows (raw first, combined readings last), then the clean accuracy and, for a
 reading with the detector, the share of clean rows it flagged.
 
-  python3 scripts/redteam-table.py out/redteam/redteam.json
+  python3 measurements/redteam-table.py out/redteam/redteam.json
 """
 import argparse
 import json

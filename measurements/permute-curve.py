@@ -12,7 +12,7 @@ available evenly (the shifts of --permute M, debias.Shifts: floor(j*k/M)), the c
   pride+permute-M  the same after dividing the prior out of each shift (debias.ApplyPrior)
 and prints the accuracy of each over the labelled rows, with the mean decodes per row.
 
-  python3 scripts/permute-curve.py out/pride-permute4.jsonl [--json]
+  python3 measurements/permute-curve.py out/pride-permute4.jsonl [--json]
 """
 import argparse
 import json

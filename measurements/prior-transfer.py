@@ -19,7 +19,7 @@ and then, for every target file and every prior of its k (each file's own, and -
 the accuracy of the target's rows decided with one decode (not its estimation rows) when scored
 log p(letter) − log prior(letter), with the TV distance between that prior and the target's own.
 
-  python3 scripts/prior-transfer.py out/snips-pride.jsonl=snips out/b77k7-pride.jsonl=banking77 [--prior p.json] [--json]
+  python3 measurements/prior-transfer.py out/snips-pride.jsonl=snips out/b77k7-pride.jsonl=banking77 [--prior p.json] [--json]
 """
 import argparse
 import json

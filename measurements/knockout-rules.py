@@ -12,7 +12,7 @@ McNemar exact p of each rule against the final pass's own argmax.
            measurements of one option's log-weight under Luce's choice axiom: the
            least-squares rule of knockout.Combine, what gojev records now
 
-Usage: scripts/knockout-rules.py results.jsonl [--skip N] [--rows N]
+Usage: measurements/knockout-rules.py results.jsonl [--skip N] [--rows N]
 """
 import argparse, json, math
 
