@@ -39,4 +39,6 @@ func (h quietNative) WithAttrs(as []slog.Attr) slog.Handler {
 	return quietNative{h.Handler.WithAttrs(as)}
 }
 
-func (h quietNative) WithGroup(name string) slog.Handler { return quietNative{h.Handler.WithGroup(name)} }
+func (h quietNative) WithGroup(name string) slog.Handler {
+	return quietNative{h.Handler.WithGroup(name)}
+}
