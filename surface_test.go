@@ -47,7 +47,7 @@ func TestPublicSurface(t *testing.T) {
 			public = append(public, strings.TrimPrefix(p, "github.com/gojev/gojev"))
 		}
 	}
-	assert.ElementsMatch(t, []string{"", "/backend", "/calibrate", "/cmd/gojev-native", "/cmd/jev", "/contract", "/debias", "/gguf", "/knockout", "/llama", "/pyjson", "/render", "/batch"}, public)
+	assert.ElementsMatch(t, []string{"", "/backend", "/calibrate", "/cmd/gojev-native", "/cmd/jev", "/contract", "/debias", "/gguf", "/knockout", "/llama", "/pyjson", "/render", "/batch", "/backend/backendtest"}, public)
 	deps := goCmd(t, root, nil, "list", "-deps", ".", "./batch")
 	for _, cliOnly := range []string{"gonum.org/v1/plot", "github.com/schollz/progressbar", "golang.org/x/term"} {
 		assert.NotContains(t, deps, cliOnly, "the root package's and batch's dependencies")
