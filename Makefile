@@ -7,7 +7,8 @@
 #                   (out/eval.html: accuracy, F1, confusion, letters, calibration)
 #   make model      fetch the default model once (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1.1 GB)
 #   make test       the whole test suite: the small test model for most tests, the default model
-#                   for decision quality, parity with llama-server (built by make server)
+#                   for decision quality, parity with llama-server (built by make server), the
+#                   official System One client against the server (make sdk: its pinned venv)
 #   make soak       10,000 decisions in one process: RSS growth after warm-up (a CI step)
 #   make calibration  the held-out calibration figures: raw, PriDe and cyclic decided on the
 #                   200-row Banking77 sample (fit) and on test-8opt.jsonl rows past it (CAL_HELD
@@ -49,7 +50,7 @@ ROWS ?= examples/tickets.jsonl
 THREADS ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu)
 JEV := bin/jev
 
-.PHONY: all native server model model-small plugin build demo eval parity bench test soak fuzz transfer calibration knockout vet clean help
+.PHONY: all native server model model-small sdk plugin build demo eval parity bench test soak fuzz transfer calibration knockout vet clean help
 
 all: build
 
@@ -67,6 +68,9 @@ model:
 
 model-small:
 	@./scripts/fetch-model.sh small >/dev/null
+
+sdk:
+	@./scripts/sdk-venv.sh >/dev/null
 
 GPU ?= vulkan
 plugin:
@@ -92,11 +96,11 @@ bench: build server model
 	@mkdir -p out
 	$(JEV) bench -m "$$(./scripts/fetch-model.sh)" -t $(THREADS) -i $(BENCH_ROWS) -o out/bench.json $(BENCH_FLAGS)
 
-test: native server model model-small
+test: native server model model-small sdk
 	@python3 -c 'import jinja2' 2>/dev/null || python3 -m pip install --quiet 'jinja2==3.1.6'
 	@python3 -c 'import numpy' 2>/dev/null || python3 -m pip install --quiet 'numpy==2.4.6'
 	@[ -d ../shared/data ] || [ -n "$$GOJEV_SHARED_DATA" ] || echo "note: no ../shared/data beside this clone: the tests that need it skip (go test -v says which); CI=true makes them fail instead"
-	JEV_SMALL_MODEL="$$(./scripts/fetch-model.sh small)" JEV_MODEL="$$(./scripts/fetch-model.sh)" $(GO) test $(TAGS) -count=1 -timeout 80m ./...
+	JEV_SMALL_MODEL="$$(./scripts/fetch-model.sh small)" JEV_MODEL="$$(./scripts/fetch-model.sh)" JEV_SDK_PYTHON="$$(./scripts/sdk-venv.sh)" $(GO) test $(TAGS) -count=1 -timeout 80m ./...
 
 soak: native model-small
 	JEV_SOAK_DECISIONS=$${JEV_SOAK_DECISIONS:-10000} JEV_SMALL_MODEL="$$(./scripts/fetch-model.sh small)" $(GO) test $(TAGS) -count=1 -timeout 40m -run '^TestSoak$$' -v .

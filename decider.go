@@ -20,6 +20,9 @@ type Decider struct {
 	owns   bool // Close closes rt (Open)
 	slots  contract.Slots
 	bslots contract.BinarySlots
+	// bslotsErr is why the model has no yes/no slots (contract.ErrBinarySlot), for a Decider
+	// whose contract does not need them: its noul questions fail with it.
+	bslotsErr error
 	check  Check
 
 	submit     chan *job

@@ -241,3 +241,68 @@ func Example_knockout() {
 	// 3 shuffle true 16 20 1.000000
 	// queue-00 direct-options-v1
 }
+
+// A choice question (System One's "choice"): which of named criteria applies to a state. It is
+// a row of the direct contract: the state is the evidence, the instructions the criterion, the
+// criteria the options. The answer is the chosen name, a probability per name and the
+// confidence (the top probability's margin over uniform).
+func ExampleDecider_Ask_choice() {
+	ctx := context.Background()
+	d, err := gojev.Open(ctx, modelFile, gojev.Options{Runtime: backend.InProcessOptions{NThreads: 2}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer d.Close()
+	answers, err := d.Ask(ctx, "I was charged twice. Please help.", map[string]gojev.Question{
+		"tone": gojev.Choice{Instructions: "What is the tone of this message?", Criteria: []gojev.Criterion{
+			{Name: "calm", Description: "A neutral or polite message"}, {Name: "angry", Description: "An upset or hostile message"}}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	a := answers["tone"]
+	fmt.Printf("%s p=%.3f confidence=%.3f %s\n", a.Choice, a.Probabilities[a.Choice], a.Confidence, a.Result.PromptVersion)
+	// Output: calm p=0.965 confidence=0.929 direct-options-v1
+}
+
+// A score question (System One's "score"): a level of an ordered rubric, lowest first. The
+// levels are the options "0" … "n−1"; the answer is the expected level Σ i·pᵢ, the level
+// probabilities, and the legend echoing each level.
+func ExampleDecider_Ask_score() {
+	ctx := context.Background()
+	d, err := gojev.Open(ctx, modelFile, gojev.Options{Runtime: backend.InProcessOptions{NThreads: 2}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer d.Close()
+	answers, err := d.Ask(ctx, "The server is down and customers cannot pay.", map[string]gojev.Question{
+		"urgency": gojev.Score{Instructions: "How urgent is this message?", Levels: []any{"Can wait", "Needs attention this week", "Needs attention today"}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	a := answers["urgency"]
+	fmt.Printf("score=%.2f p(today)=%.3f legend[2]=%q\n", a.Score, a.Probabilities["2"], a.Legend["2"])
+	// Output: score=0.18 p(today)=0.070 legend[2]="Needs attention today"
+}
+
+// A noul question (System One's "noul"): a yes/no question, or a statement to judge, with no
+// candidates. It has its own prompt, noul-v1 (the seed's yes/no system text), and its answer is
+// P(yes).
+func ExampleDecider_Ask_noul() {
+	ctx := context.Background()
+	d, err := gojev.Open(ctx, modelFile, gojev.Options{Runtime: backend.InProcessOptions{NThreads: 2}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer d.Close()
+	answers, err := d.Ask(ctx, map[string]any{"subject": "WIN A FREE CRUISE", "body": "Click here to claim your prize!"}, map[string]gojev.Question{
+		"spam": gojev.Noul{Instructions: "This message is unsolicited advertising.", True: "Unsolicited advertising", False: "A legitimate conversation"},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	a := answers["spam"]
+	fmt.Printf("P(yes)=%.3f %s\n", a.Noul, a.Result.PromptVersion)
+	// Output: P(yes)=0.864 noul-v1
+}

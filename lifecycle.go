@@ -91,7 +91,7 @@ func (d *Decider) beginRow(ctx context.Context, seq uint64, row contract.Row, me
 		}
 	}
 	if detect {
-		j, err := d.newJobOf(ctx, row, true)
+		j, err := d.newDetectJob(ctx, row)
 		if err != nil {
 			return nil, err
 		}

@@ -59,7 +59,7 @@ func (d *Decider) beginKnockout(ctx context.Context, seq uint64, row contract.Ro
 		r.ko.groups = append(r.ko.groups, sub)
 	}
 	if d.opts.Detect {
-		j, err := d.newJobOf(ctx, row, true)
+		j, err := d.newDetectJob(ctx, row)
 		if err != nil {
 			return nil, err
 		}

@@ -115,34 +115,33 @@ func (d *Decider) detectPrompt(ctx context.Context, row contract.Row) (Prompt, e
 }
 
 func (d *Decider) newJob(ctx context.Context, row contract.Row) (*job, error) {
-	return d.newJobOf(ctx, row, false)
+	return d.newJobOf(ctx, row, jobDecision, func() ([]Prompt, error) { return d.render(ctx, row) })
 }
 
-// newJobOf prepares a row's job: its decision prompts (Render), or with detect the injection
-// detector's one prompt.
-func (d *Decider) newJobOf(ctx context.Context, row contract.Row, detect bool) (*job, error) {
+// newDetectJob prepares the injection detector's job for a row (one prompt, detectPrompt).
+func (d *Decider) newDetectJob(ctx context.Context, row contract.Row) (*job, error) {
+	return d.newJobOf(ctx, row, jobDetect, func() ([]Prompt, error) {
+		p, err := d.detectPrompt(ctx, row)
+		return []Prompt{p}, err
+	})
+}
+
+// newJobOf prepares a job of a kind from the prompts prepare renders and checks, timed as
+// preparing and, where the CPU decodes, under the CPU lock.
+func (d *Decider) newJobOf(ctx context.Context, row contract.Row, kind jobKind, prepare func() ([]Prompt, error)) (*job, error) {
 	start := time.Now()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("gojev: %w", err)
 	}
 	d.lockCPU()
 	t0 := time.Now()
-	var ps []Prompt
-	var err error
-	if detect {
-		var p Prompt
-		if p, err = d.detectPrompt(ctx, row); err == nil {
-			ps = []Prompt{p}
-		}
-	} else {
-		ps, err = d.render(ctx, row)
-	}
+	ps, err := prepare()
 	d.stats.prepareNS.Add(int64(time.Since(t0)))
 	d.unlockCPU()
 	if err != nil {
 		return nil, err
 	}
-	j := &job{ctx: ctx, row: row, start: start, left: len(ps), done: make(chan struct{}), detect: detect}
+	j := &job{ctx: ctx, row: row, start: start, left: len(ps), done: make(chan struct{}), kind: kind}
 	for _, p := range ps {
 		j.prompts = append(j.prompts, &prompt{job: j, Prompt: p})
 	}

@@ -35,6 +35,10 @@ type Result struct {
 	// distribution over all its options); the seed fields above are its final pass's, and
 	// Probability the chosen option's share of the distribution.
 	Knockout *Knockout `json:"knockout,omitempty"`
+	// YesNo is a noul question's yes/no readout (Decider.Ask; prompt_version noul-v1): its
+	// p_yes and the yes and no tokens' scores. Chosen is then "true" or "false" (p_yes ≥ 0.5)
+	// and Probability the chosen answer's probability.
+	YesNo *contract.BinaryScore `json:"yes_no,omitempty"`
 	// Suspect is the injection detector's readout of the row's evidence (Options.Detect).
 	Suspect *Suspicion `json:"suspect,omitempty"`
 	// Abstained: Probability is below Options.AbstainBelow, or the detector flagged the row

@@ -31,8 +31,17 @@ type job struct {
 	done     chan struct{}
 	res      *Result
 	err      error
-	detect   bool // the injection detector's prompt, scored into Result.Suspect
+	kind     jobKind
 }
+
+// jobKind is what a job's prompts ask and how the scheduler scores them.
+type jobKind uint8
+
+const (
+	jobDecision jobKind = iota // a row's decision prompts under the Decider's contract
+	jobDetect                  // the injection detector's prompt: Result.Suspect
+	jobNoul                    // a noul question's prompt (noul-v1): Result.YesNo
+)
 
 // prompt is one rendered prompt of a job and, once decoded, its readout.
 type prompt struct {
@@ -404,7 +413,15 @@ func (d *Decider) score(j *job) *Result {
 	}
 	res.NPromptTokens = res.Stats.PromptTokens
 	switch {
-	case j.detect:
+	case j.kind == jobNoul:
+		p := j.prompts[0]
+		yn := contract.ScoreBinaryReadout(p.readout.Logprobs, p.readout.Logits, d.bslots)
+		res.PromptVersion, res.PromptSHA256, res.YesNo = contract.NoulPromptVersion, p.SHA256, &yn
+		res.Chosen, res.Probability = "true", yn.PYes
+		if yn.PYes < 0.5 {
+			res.Chosen, res.Probability = "false", 1-yn.PYes
+		}
+	case j.kind == jobDetect:
 		p := j.prompts[0]
 		res.PromptVersion, res.PromptSHA256 = contract.DetectPromptVersion, p.SHA256
 		res.Suspect = &Suspicion{PromptVersion: contract.DetectPromptVersion, PromptSHA256: p.SHA256, NPromptTokens: p.NTokens,

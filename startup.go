@@ -70,12 +70,19 @@ func (d *Decider) startupChecks(ctx context.Context) error {
 		}
 		d.check.Slots, err = info(d.slots[:], true)
 	}
-	if err == nil && (d.opts.Contract == Binary || d.opts.Detect) {
-		if d.bslots, err = contract.ResolveBinarySlots(tok); err != nil {
-			return fmt.Errorf("the model fails the start-up checks: %w", err)
-		}
-		if d.check.Yes, err = info(d.bslots.Yes, false); err == nil {
-			d.check.No, err = info(d.bslots.No, false)
+	if err == nil {
+		// Yes and no are the binary contract's and the detector's answers, which a model
+		// must spell as single tokens to serve them, and a noul question's answer under any
+		// contract: a model that cannot spell them fails only its noul questions then.
+		needed := d.opts.Contract == Binary || d.opts.Detect
+		d.bslots, d.bslotsErr = contract.ResolveBinarySlots(tok)
+		switch {
+		case d.bslotsErr != nil && needed:
+			return fmt.Errorf("the model fails the start-up checks: %w", d.bslotsErr)
+		case needed:
+			if d.check.Yes, err = info(d.bslots.Yes, false); err == nil {
+				d.check.No, err = info(d.bslots.No, false)
+			}
 		}
 	}
 	if err != nil {

@@ -47,7 +47,7 @@ func TestPublicSurface(t *testing.T) {
 			public = append(public, strings.TrimPrefix(p, "github.com/gojev/gojev"))
 		}
 	}
-	assert.ElementsMatch(t, []string{"", "/backend", "/calibrate", "/cmd/gojev-native", "/cmd/jev", "/contract", "/debias", "/gguf", "/knockout", "/llama", "/pyjson", "/render", "/batch", "/backend/backendtest"}, public)
+	assert.ElementsMatch(t, []string{"", "/backend", "/calibrate", "/cmd/gojev-native", "/cmd/jev", "/contract", "/debias", "/gguf", "/knockout", "/llama", "/pyjson", "/render", "/batch", "/backend/backendtest", "/systemone"}, public)
 	deps := goCmd(t, root, nil, "list", "-deps", ".", "./batch")
 	for _, cliOnly := range []string{"gonum.org/v1/plot", "github.com/schollz/progressbar", "golang.org/x/term"} {
 		assert.NotContains(t, deps, cliOnly, "the root package's and batch's dependencies")
@@ -58,7 +58,7 @@ func TestPublicSurface(t *testing.T) {
 // the root package): dependencies point one way, from cmd down to the leaves. A package not
 // listed is an application (cmd/..., internal/app/...), which may import anything but cmd.
 var importRules = map[string][]string{
-	"":                     {"backend", "calibrate", "contract", "debias", "knockout", "llama", "internal/digest"},
+	"":                     {"backend", "calibrate", "contract", "debias", "knockout", "llama", "pyjson", "internal/digest"},
 	"backend":              {"contract", "llama", "pyjson", "render"},
 	"backend/backendtest":  {"backend", "contract"},
 	"batch":                {"", "backend", "calibrate", "contract", "debias", "knockout", "internal/atomicfile", "internal/jsonl", "internal/version"},
@@ -70,6 +70,7 @@ var importRules = map[string][]string{
 	"llama":                {"gguf", "render"},
 	"pyjson":               {},
 	"render":               {},
+	"systemone":            {"", "backend", "contract", "pyjson"},
 	"internal/atomicfile":  {},
 	"internal/cache":       {},
 	"internal/cli":         {},

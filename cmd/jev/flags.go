@@ -39,6 +39,9 @@ type modelFlags struct {
 	plugins      string
 	cpuFallback  bool
 	decode       string
+	// serving is jev serve's: --api-key then names the keys the server accepts, and --runtime's
+	// own key comes from $JEV_RUNTIME_API_KEY.
+	serving bool
 }
 
 func (f *modelFlags) register(fs *cli.FlagSet) {
@@ -50,7 +53,11 @@ func (f *modelFlags) register(fs *cli.FlagSet) {
 	cli.String(fs, &f.templateDate, "template-date", "", "pin the `date` (YYYY-MM-DD) that templates read (strftime_now, date_string); every result records it as template_date (default: today, UTC)")
 	cli.String(fs, &f.renderer, "renderer", "", "chat-template `engine`: go (Go Jinja, as transformers renders; the default in-process), llama (llama.cpp's common/chat, as llama-server renders), server (the runtime's /apply-template; the default and only choice with --runtime)")
 	cli.String(fs, &f.runtime, "runtime", "", "decide through a llama-server at this base `URL` (e.g. http://127.0.0.1:8080) instead of in-process: /apply-template, /tokenize, /detokenize, /completion")
-	cli.String(fs, &f.apiKey, "api-key", "", "bearer `key` for --runtime (default $JEV_API_KEY)")
+	if f.serving {
+		cli.String(fs, &f.apiKey, "api-key", "", "bearer `keys` the server accepts, comma-separated (default $JEV_API_KEY); without any it accepts every request and listens on 127.0.0.1 only. With --runtime, the llama-server's own key comes from $JEV_RUNTIME_API_KEY")
+	} else {
+		cli.String(fs, &f.apiKey, "api-key", "", "bearer `key` for --runtime (default $JEV_API_KEY)")
+	}
 	cli.Int(fs, &f.nProbs, "n-probs", 1000, "with --runtime: the first n_probs asked of /completion; raised 8× at a time while an option's token is missing from the top `n`")
 	cli.String(fs, &f.plugins, "plugin", "", "ggml backend plugin `files` to load before the model, comma-separated (libggml-vulkan.so, libggml-cuda.so; make plugin GPU=… or gojev-native install --gpu … fetches them); default $GOJEV_PLUGINS (colon-separated); none loads none")
 	cli.Bool(fs, &f.cpuFallback, "cpu-fallback", "decide on the CPU when a --plugin fails to load or finds no GPU (default: that is an error)")
@@ -100,7 +107,8 @@ func (f *modelFlags) pluginList() []string {
 	return out
 }
 
-// options turns the flags into gojev.Options (the contract and bias control are the caller's).
+// options turns the flags into gojev.Options: its Runtime (the contract and bias control are
+// the caller's).
 func (f *modelFlags) options() (gojev.Options, error) {
 	opts := gojev.Options{
 		Runtime: backend.InProcessOptions{NGPULayers: f.nGPULayers, NoGPU: f.nGPULayers == 0, NCtx: f.nCtx, NBatch: f.nBatch, NThreads: f.threads, NoMmap: f.noMmap, Renderer: f.renderer, Plugins: f.pluginList(), CPUFallback: f.cpuFallback, Decode: f.decode},
@@ -140,14 +148,12 @@ func (f *modelFlags) open(ctx context.Context, stderr io.Writer, base gojev.Opti
 	logger := newLogger(stderr, f.verbose)
 	slog.SetDefault(logger)
 	setNativeLogger(logger)
-	opts, err := f.options()
+	rt, err := f.options()
 	if err != nil {
 		return nil, err
 	}
-	opts.Contract, opts.Debias, opts.Prior, opts.Permute = base.Contract, base.Debias, base.Prior, base.Permute
-	opts.Calibration, opts.AbstainBelow = base.Calibration, base.AbstainBelow
-	opts.Detect, opts.DetectThreshold, opts.AbstainOnSuspect = base.Detect, base.DetectThreshold, base.AbstainOnSuspect
-	opts.Knockout = base.Knockout
+	opts := base
+	opts.Runtime = rt.Runtime // the flags set the runtime's options, the caller the decision's
 	if f.runtime != "" {
 		if f.renderer != "" && f.renderer != backend.RendererServer {
 			return nil, cli.Usage(fmt.Errorf("--renderer %s: with --runtime the server renders (--renderer server)", f.renderer))
@@ -171,8 +177,14 @@ func (f *modelFlags) open(ctx context.Context, stderr io.Writer, base gojev.Opti
 	return gojev.Open(ctx, path, opts)
 }
 
-// key resolves --api-key, then $JEV_API_KEY.
-func (f *modelFlags) key() string { return cmp.Or(f.apiKey, os.Getenv("JEV_API_KEY")) }
+// key resolves --runtime's key: --api-key, then $JEV_API_KEY (jev serve:
+// $JEV_RUNTIME_API_KEY, its --api-key being the server's own).
+func (f *modelFlags) key() string {
+	if f.serving {
+		return os.Getenv("JEV_RUNTIME_API_KEY")
+	}
+	return cmp.Or(f.apiKey, os.Getenv("JEV_API_KEY"))
+}
 
 // checkLocalRenderer checks --renderer for an in-process run.
 func (f *modelFlags) checkLocalRenderer() error {

@@ -12,6 +12,7 @@
 //	jev report out.jsonl [more.jsonl ...] [--html report.html] [--json report.json]
 //	jev calibrate out.jsonl [more.jsonl ...] -o profile.json [--eval held.jsonl]
 //	jev redteam -i rows.jsonl -o DIR [--settings pride,pride+permute-2,...]
+//	jev serve [-m MODEL.gguf] [--port 8080] [--api-key KEYS]
 //
 // Run `jev help` or `jev COMMAND -h` for the flags.
 package main
@@ -45,13 +46,15 @@ Usage:
                                                    then jev decide --calibration profile.json [--max-error 0.1]
   jev redteam -i rows.jsonl -o DIR [--settings …]  attack labelled rows (prompt injection, five families) and
                                                    measure how far the attacks steer each setting's decisions
+  jev serve [--port 8080] [--api-key KEYS]         serve the System One API (POST /v1/systemone: typed
+                                                   choice, score and noul questions) from the model
   jev render [-i rows.jsonl] [--format text]       each row's rendered prompt and its hash
   jev check                                        run the start-up checks and print the answer slots
   jev parity [-i rows.jsonl] [--runtime URL]       compare prompts, tokens, log-probs and choices with llama-server
   jev bench  [-i rows.jsonl] [-o bench.json]       measure the engine, in-process and HTTP paths
   jev version                                      gojev's version, the llama.cpp pin, the default model
 
-decide, render, check, parity, bench and redteam take -m MODEL.gguf; without it, $JEV_MODEL, else the default model
+decide, render, check, parity, bench, redteam and serve take -m MODEL.gguf; without it, $JEV_MODEL, else the default model
 that "make model" fetched (Qwen2.5-Coder-1.5B-Instruct Q4_K_M).
 
 A row is one JSON object per line:
@@ -96,6 +99,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runMerge(ctx, args[1:], stdout, stderr)
 	case "calibrate":
 		err = runCalibrate(ctx, args[1:], stdout, stderr)
+	case "serve":
+		err = runServe(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

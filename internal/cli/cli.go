@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // ErrHelp reports that -h printed a command's usage (exit code 0).
@@ -62,6 +63,22 @@ func String(fs *FlagSet, p *string, spec, def, usage string) {
 func Int(fs *FlagSet, p *int, spec string, def int, usage string) {
 	for _, n := range names(spec) {
 		fs.IntVar(p, n, def, usage)
+	}
+	fs.Help(spec)
+}
+
+// Int64 defines an int64 flag under every spelling in spec.
+func Int64(fs *FlagSet, p *int64, spec string, def int64, usage string) {
+	for _, n := range names(spec) {
+		fs.Int64Var(p, n, def, usage)
+	}
+	fs.Help(spec)
+}
+
+// Duration defines a time.Duration flag ("90s", "2m") under every spelling in spec.
+func Duration(fs *FlagSet, p *time.Duration, spec string, def time.Duration, usage string) {
+	for _, n := range names(spec) {
+		fs.DurationVar(p, n, def, usage)
 	}
 	fs.Help(spec)
 }

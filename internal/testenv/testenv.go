@@ -151,6 +151,21 @@ func cachedModel(tb testing.TB, env, file, fetch string) string {
 	return p
 }
 
+// SDKPython returns the python of the venv that holds TypeSafe's official System One client
+// ($JEV_SDK_PYTHON, as make test sets it from scripts/sdk-venv.sh), or skips/fails through
+// Missing.
+func SDKPython(tb testing.TB) string {
+	tb.Helper()
+	p := os.Getenv("JEV_SDK_PYTHON")
+	if p == "" {
+		Missing(tb, "needs the typesafe-sdk venv: JEV_SDK_PYTHON=\"$(scripts/sdk-venv.sh)\" (make test sets it)")
+	}
+	if _, err := os.Stat(p); err != nil {
+		Missing(tb, "JEV_SDK_PYTHON=%s: %v", p, err)
+	}
+	return p
+}
+
 // LlamaServer starts the llama-server that `make server` built from the pinned llama.cpp on
 // 127.0.0.1 with model (2 threads, flash attention off) and stops it when the test ends, also
 // when it fails. Without the binary it skips/fails through Missing.

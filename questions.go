@@ -1,0 +1,323 @@
+package gojev
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/pyjson"
+)
+
+// Typed questions, as programs ask them of decision models through TypeSafe's System One API
+// (POST /v1/systemone; package systemone serves and calls it): several named questions about
+// one state, each a Choice, a Score or a Noul. Choice and Score are rows of the Decider's
+// contract, the seed's prompts unchanged: the state is the evidence, the instructions the
+// criterion, and the criteria the options (a score's levels the options "0" … "n−1", in rubric
+// order). A Noul, a yes/no question with no candidates, has a contract of its own (noul-v1,
+// contract.NoulMessages), read as the binary contract reads yes and no.
+
+// Question is one typed question about a state: a Choice, a Score or a Noul.
+type Question interface {
+	// Type is the question's type in the System One API: "choice", "score" or "noul".
+	Type() string
+}
+
+// Choice asks which of named criteria applies (System One's "choice").
+type Choice struct {
+	// Instructions is what to decide: a string, or a JSON object or array (written as
+	// Python's json.dumps writes it); it is the direct contract's criterion ("" when nil).
+	Instructions any
+	// Criteria are the choices, in the order the prompt lists them (1 to 256): each a name,
+	// which the answer returns, and a description of when it applies.
+	Criteria []Criterion
+}
+
+// Criterion is one named choice of a Choice. Description is a string, a JSON object or array,
+// or nil: a choice without a description is read by its name alone (the name is its
+// description).
+type Criterion struct {
+	Name        string
+	Description any
+}
+
+// Score asks for a level of an ordered rubric (System One's "score").
+type Score struct {
+	// Instructions is what to rate (as Choice's).
+	Instructions any
+	// Levels are the rubric's levels, lowest first (1 to 256): each a description (a string,
+	// or a JSON object or array). Level i is the option "i"; its description the option's.
+	Levels []any
+}
+
+// Noul asks a yes/no question, or states a statement to judge true or false (System One's
+// "noul"): its answer is P(yes).
+type Noul struct {
+	// Instructions is the question or statement (a string, or a JSON object or array).
+	Instructions any
+	// True and False say what counts as yes and as no (optional; nil: not said).
+	True, False any
+}
+
+// Type is "choice".
+func (Choice) Type() string { return "choice" }
+
+// Type is "score".
+func (Score) Type() string { return "score" }
+
+// Type is "noul".
+func (Noul) Type() string { return "noul" }
+
+// Answer is one typed question's answer. Choice: Choice, Probabilities by criterion name and
+// Confidence. Score: Score (the expected level Σ i·pᵢ), Probabilities and Legend keyed "0" …
+// "n−1", and Confidence. Noul: Noul, the probability of yes.
+//
+// A Choice's or Score's probabilities are those its Result chose with: the knockout's
+// distribution over every option, else the calibrated ones (Options.Calibration), else the
+// debiased ones (Options.Debias), else the raw softmax over the listed options; under the
+// binary contract each option's p_yes, normalised to sum to 1. Confidence is the normalised
+// margin of the top probability over uniform, (p_max − 1/k) / (1 − 1/k) for k options (1 for
+// k = 1): 0 when every option is equally likely, 1 when one is certain. A Noul's probability is
+// its p_yes (softmax of the pooled yes and no logits), calibrated under a profile that holds the
+// "noul" scoring.
+type Answer struct {
+	Type          string             `json:"type"`
+	Choice        string             `json:"choice,omitempty"`
+	Score         float64            `json:"score,omitempty"`
+	Noul          float64            `json:"noul,omitempty"`
+	Confidence    float64            `json:"confidence,omitempty"`
+	Legend        map[string]any     `json:"legend,omitempty"`
+	Probabilities map[string]float64 `json:"probabilities,omitempty"`
+	// Result is the decision behind the answer, with its prompt_version, prompt_sha256, raw
+	// scores and token counts (a Noul's: PromptVersion noul-v1, YesNo its readout).
+	Result *Result `json:"-"`
+}
+
+// ErrQuestion: a typed question is malformed (an empty name, no criteria, a criterion name
+// given twice, a value that is not JSON). Ask wraps it in a *QuestionError.
+var ErrQuestion = errors.New("gojev: invalid question")
+
+// QuestionError is an error of one named question of an Ask: its name and why (a malformed
+// question wraps ErrQuestion; a question that cannot be decided wraps the row's error, such as
+// backend.ErrPromptTooLong).
+type QuestionError struct {
+	Name string
+	Err  error
+}
+
+func (e *QuestionError) Error() string { return fmt.Sprintf("question %q: %v", e.Name, e.Err) }
+
+func (e *QuestionError) Unwrap() error { return e.Err }
+
+// Ask decides typed questions about one state together and returns their answers by name. The
+// questions' prompts go to the scheduler together, so the tokens they share (a state's
+// evidence under one contract's system text) are decoded once, and concurrent Asks and Decides
+// share decodes as Decide's rows do. state is any value encoding/json can marshal (rows read by
+// contract.ParseRow, or pyjson.Decode, keep their key order). The error is a *QuestionError for
+// the first question (in name order) that is malformed or cannot be decided, or ctx's (wrapped)
+// or ErrClosed; no answer is returned with it.
+func (d *Decider) Ask(ctx context.Context, state any, questions map[string]Question) (map[string]*Answer, error) {
+	names := make([]string, 0, len(questions))
+	for n := range questions {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%w: no questions", ErrQuestion)
+	}
+	type pending struct {
+		call *Call
+		noul *noulCall
+	}
+	calls := make([]pending, len(names))
+	for i, n := range names {
+		var err error
+		switch q := questions[n].(type) {
+		case Noul:
+			calls[i].noul, err = d.beginNoul(ctx, n, state, q)
+		case *Noul:
+			calls[i].noul, err = d.beginNoul(ctx, n, state, *q)
+		default:
+			var row contract.Row
+			if row, err = questionRow(n, state, q); err == nil {
+				calls[i].call, err = d.Begin(ctx, row)
+			}
+		}
+		if err != nil {
+			return nil, &QuestionError{Name: n, Err: err}
+		}
+	}
+	out := make(map[string]*Answer, len(names))
+	var first error
+	for i, n := range names {
+		var res *Result
+		var err error
+		if c := calls[i].call; c != nil {
+			res, err = c.Wait(ctx)
+		} else {
+			res, err = d.endNoul(ctx, calls[i].noul)
+		}
+		if err != nil {
+			if first == nil {
+				first = &QuestionError{Name: n, Err: err}
+			}
+			continue
+		}
+		out[n] = answerOf(questions[n], res)
+	}
+	if first != nil {
+		return nil, first
+	}
+	return out, nil
+}
+
+// questionRow is the row a Choice or Score decides: the state as evidence, the instructions as
+// criterion, the criteria (or levels "0" … "n−1") as options.
+func questionRow(name string, state any, q Question) (contract.Row, error) {
+	if name == "" {
+		return contract.Row{}, fmt.Errorf("%w: an empty name", ErrQuestion)
+	}
+	row := contract.Row{ID: name, State: state}
+	var instructions any
+	switch q := q.(type) {
+	case Choice:
+		instructions = q.Instructions
+		seen := map[string]bool{}
+		for _, c := range q.Criteria {
+			if seen[c.Name] {
+				return row, fmt.Errorf("%w: the choice %q is given twice", ErrQuestion, c.Name)
+			}
+			seen[c.Name] = true
+			desc, err := questionText(c.Description)
+			if err != nil {
+				return row, fmt.Errorf("%w: the choice %q: %w", ErrQuestion, c.Name, err)
+			}
+			if c.Description == nil {
+				desc = c.Name
+			}
+			row.Options = append(row.Options, contract.Option{ID: c.Name, Description: desc})
+		}
+	case *Choice:
+		return questionRow(name, state, *q)
+	case Score:
+		instructions = q.Instructions
+		for i, l := range q.Levels {
+			desc, err := questionText(l)
+			if err != nil {
+				return row, fmt.Errorf("%w: level %d: %w", ErrQuestion, i, err)
+			}
+			row.Options = append(row.Options, contract.Option{ID: strconv.Itoa(i), Description: desc})
+		}
+	case *Score:
+		return questionRow(name, state, *q)
+	case nil:
+		return row, fmt.Errorf("%w: no question", ErrQuestion)
+	default:
+		return row, fmt.Errorf("%w: the type %q is not answered here (choice, score and noul are)", ErrQuestion, q.Type())
+	}
+	if len(row.Options) == 0 {
+		return row, fmt.Errorf("%w: no criteria", ErrQuestion)
+	}
+	var err error
+	if row.Question, err = questionText(instructions); err != nil {
+		return row, fmt.Errorf("%w: instructions: %w", ErrQuestion, err)
+	}
+	return row, row.Validate()
+}
+
+// questionText is the text a question's value is written as in a prompt: a string as it is,
+// nil as "", a JSON object or array as Python's json.dumps writes it.
+func questionText(v any) (string, error) {
+	switch v := v.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return v, nil
+	}
+	return pyjson.String(v)
+}
+
+// answerOf turns a question's Result into its Answer.
+func answerOf(q Question, res *Result) *Answer {
+	a := &Answer{Type: q.Type(), Result: res}
+	if a.Type == "noul" {
+		a.Noul = res.YesNo.PYes
+		return a
+	}
+	ids, probs := res.distribution()
+	a.Probabilities = make(map[string]float64, len(ids))
+	top := 0.0
+	for i, id := range ids {
+		a.Probabilities[id] = probs[i]
+		top = max(top, probs[i])
+	}
+	a.Confidence = 1
+	if k := float64(len(ids)); k > 1 {
+		a.Confidence = min(1, max(0, (top-1/k)/(1-1/k)))
+	}
+	switch a.Type {
+	case "choice":
+		a.Choice = res.Chosen
+	case "score":
+		var levels []any
+		switch q := q.(type) {
+		case Score:
+			levels = q.Levels
+		case *Score:
+			levels = q.Levels
+		}
+		a.Legend = make(map[string]any, len(levels))
+		for i, l := range levels {
+			a.Legend[strconv.Itoa(i)] = l
+			a.Score += float64(i) * a.Probabilities[strconv.Itoa(i)]
+		}
+	}
+	return a
+}
+
+// distribution is the probability of every option of the result's row, in row order, as its
+// choice was made: the knockout's distribution, else the calibrated probabilities, else the
+// debiased ones, else the raw ones; under the binary contract the candidates' p_yes (or their
+// debiased or calibrated values) normalised to sum to 1.
+func (res *Result) distribution() (ids []string, probs []float64) {
+	switch {
+	case res.Knockout != nil:
+		for _, o := range res.Knockout.Distribution {
+			ids, probs = append(ids, o.ID), append(probs, o.Probability)
+		}
+		if c := res.Calibration; c != nil && len(c.Probabilities) == len(probs) {
+			probs = slices.Clone(c.Probabilities)
+		}
+		return ids, probs
+	case res.Candidates != nil:
+		for _, c := range res.Candidates {
+			ids, probs = append(ids, c.ID), append(probs, c.PYes)
+		}
+	default:
+		for _, o := range res.Options {
+			ids, probs = append(ids, o.ID), append(probs, o.Probability)
+		}
+	}
+	if db := res.Debias; db != nil && len(db.Probabilities) == len(probs) {
+		probs = slices.Clone(db.Probabilities)
+	}
+	if c := res.Calibration; c != nil && len(c.Probabilities) == len(probs) {
+		probs = slices.Clone(c.Probabilities)
+	}
+	if res.Candidates != nil {
+		total := 0.0
+		for _, p := range probs {
+			total += p
+		}
+		for i := range probs {
+			if total > 0 {
+				probs[i] /= total
+			} else {
+				probs[i] = 1 / float64(len(probs))
+			}
+		}
+	}
+	return ids, probs
+}
