@@ -23,7 +23,7 @@ type Decider struct {
 	// bslotsErr is why the model has no yes/no slots (contract.ErrBinarySlot), for a Decider
 	// whose contract does not need them: its noul questions fail with it.
 	bslotsErr error
-	check  Check
+	check     Check
 
 	submit     chan *job
 	quit       chan struct{}
