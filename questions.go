@@ -119,45 +119,68 @@ func (e *QuestionError) Unwrap() error { return e.Err }
 // the first question (in name order) that is malformed or cannot be decided, or ctx's (wrapped)
 // or ErrClosed; no answer is returned with it.
 func (d *Decider) Ask(ctx context.Context, state any, questions map[string]Question) (map[string]*Answer, error) {
-	names := make([]string, 0, len(questions))
-	for n := range questions {
-		names = append(names, n)
+	c, err := d.BeginAsk(ctx, state, questions)
+	if err != nil {
+		return nil, err
 	}
-	slices.Sort(names)
-	if len(names) == 0 {
+	return c.Wait(ctx)
+}
+
+// AskCall is an Ask begun by BeginAsk and not yet waited for. Wait may be called once, from any
+// goroutine.
+type AskCall struct {
+	d         *Decider
+	questions map[string]Question
+	names     []string
+	rows      []*Call
+	nouls     []*noulCall
+}
+
+// BeginAsk is the first half of Ask, as Begin is Decide's: it checks, renders and enqueues
+// every question's prompts in the calling goroutine, in name order, so that a caller that
+// reads states in order (batch.Run) has them decoded in that order. Errors are Ask's for a
+// question that cannot be begun.
+func (d *Decider) BeginAsk(ctx context.Context, state any, questions map[string]Question) (*AskCall, error) {
+	c := &AskCall{d: d, questions: questions}
+	for n := range questions {
+		c.names = append(c.names, n)
+	}
+	slices.Sort(c.names)
+	if len(c.names) == 0 {
 		return nil, fmt.Errorf("%w: no questions", ErrQuestion)
 	}
-	type pending struct {
-		call *Call
-		noul *noulCall
-	}
-	calls := make([]pending, len(names))
-	for i, n := range names {
+	c.rows, c.nouls = make([]*Call, len(c.names)), make([]*noulCall, len(c.names))
+	for i, n := range c.names {
 		var err error
 		switch q := questions[n].(type) {
 		case Noul:
-			calls[i].noul, err = d.beginNoul(ctx, n, state, q)
+			c.nouls[i], err = d.beginNoul(ctx, n, state, q)
 		case *Noul:
-			calls[i].noul, err = d.beginNoul(ctx, n, state, *q)
+			c.nouls[i], err = d.beginNoul(ctx, n, state, *q)
 		default:
 			var row contract.Row
 			if row, err = questionRow(n, state, q); err == nil {
-				calls[i].call, err = d.Begin(ctx, row)
+				c.rows[i], err = d.Begin(ctx, row)
 			}
 		}
 		if err != nil {
 			return nil, &QuestionError{Name: n, Err: err}
 		}
 	}
-	out := make(map[string]*Answer, len(names))
+	return c, nil
+}
+
+// Wait waits for every question's answer; its errors are Ask's.
+func (c *AskCall) Wait(ctx context.Context) (map[string]*Answer, error) {
+	out := make(map[string]*Answer, len(c.names))
 	var first error
-	for i, n := range names {
+	for i, n := range c.names {
 		var res *Result
 		var err error
-		if c := calls[i].call; c != nil {
-			res, err = c.Wait(ctx)
+		if r := c.rows[i]; r != nil {
+			res, err = r.Wait(ctx)
 		} else {
-			res, err = d.endNoul(ctx, calls[i].noul)
+			res, err = c.d.endNoul(ctx, c.nouls[i])
 		}
 		if err != nil {
 			if first == nil {
@@ -165,7 +188,7 @@ func (d *Decider) Ask(ctx context.Context, state any, questions map[string]Quest
 			}
 			continue
 		}
-		out[n] = answerOf(questions[n], res)
+		out[n] = answerOf(c.questions[n], res)
 	}
 	if first != nil {
 		return nil, first

@@ -61,7 +61,7 @@ var importRules = map[string][]string{
 	"":                     {"backend", "calibrate", "contract", "debias", "knockout", "llama", "pyjson", "internal/digest"},
 	"backend":              {"contract", "llama", "pyjson", "render"},
 	"backend/backendtest":  {"backend", "contract"},
-	"batch":                {"", "backend", "calibrate", "contract", "debias", "knockout", "internal/atomicfile", "internal/jsonl", "internal/version"},
+	"batch":                {"", "backend", "calibrate", "contract", "debias", "knockout", "pyjson", "systemone", "internal/atomicfile", "internal/jsonl", "internal/version"},
 	"calibrate":            {"debias", "internal/atomicfile"},
 	"contract":             {"pyjson"},
 	"debias":               {"internal/atomicfile"},

@@ -45,8 +45,13 @@ func ApplyProfile(in, out string, p *calibrate.Profile, profileFile string, abst
 		if len(line) == 0 {
 			return nil, nil
 		}
-		rec, _, err := decodeEntry(line)
-		if err != nil || rec == nil {
+		e, err := decodeEntry(line)
+		rec := e.Record
+		switch {
+		case e.Answers != nil:
+			sum.addAnswers(e.Answers)
+			return append(line, '\n'), nil // a typed row's answers, as they were
+		case err != nil || rec == nil:
 			sum.AddError()
 			return append(line, '\n'), nil // an error record, as it was
 		}

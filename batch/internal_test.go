@@ -72,7 +72,7 @@ func TestRunBeginsRowsInInputOrder(t *testing.T) {
 		}, nil
 	}
 	var out bytes.Buffer
-	sum, err := run(context.Background(), begin, strings.NewReader(in.String()), &out, Config{Window: 8})
+	sum, err := run(context.Background(), starter{row: begin}, strings.NewReader(in.String()), &out, Config{Window: 8})
 	require.NoError(t, err)
 	assert.Equal(t, 8, sum.Decided)
 	assert.Equal(t, []int{1, 2, 3, 4, 5, 6, 7, 8}, order)
@@ -91,7 +91,7 @@ func TestRunDecidesItsShard(t *testing.T) {
 		in.WriteString(row(fmt.Sprintf("r%d", i), 2) + "\n")
 	}
 	var out bytes.Buffer
-	sum, err := run(context.Background(), now(firstOption), strings.NewReader(in.String()), &out, Config{Shard: Shard{I: 1, N: 3}, Window: 4})
+	sum, err := run(context.Background(), starter{row: now(firstOption)}, strings.NewReader(in.String()), &out, Config{Shard: Shard{I: 1, N: 3}, Window: 4})
 	require.NoError(t, err)
 	assert.Equal(t, `{"id":"r2","prompt_version":"direct-options-v1","n_prompt_tokens":0,"chosen":"o0","probability":0,"backend":"","renderer":"","template_date":"","ms":0,"stats":{"prompt_tokens":0,"decoded_tokens":0,"queue_ms":0},"line":2}`+"\n"+
 		`{"id":null,"line":5,"error":"bad row: invalid JSON at byte 6: unexpected end of input, expecting a value: invalid JSON"}`+"\n", out.String())
@@ -100,7 +100,7 @@ func TestRunDecidesItsShard(t *testing.T) {
 
 	set := &Resume{byLine: map[int]string{2: "sr2", 5: "sr9"}, byID: map[string]int{}}
 	out.Reset()
-	_, err = run(context.Background(), now(firstOption), strings.NewReader(in.String()), &out, Config{Shard: Shard{I: 1, N: 3}, Window: 4, Skip: set.Skip})
+	_, err = run(context.Background(), starter{row: now(firstOption)}, strings.NewReader(in.String()), &out, Config{Shard: Shard{I: 1, N: 3}, Window: 4, Skip: set.Skip})
 	require.ErrorIs(t, err, ErrNotThisInput)
 	assert.Empty(t, out.String(), "line 2 was done; line 5's record names another row: nothing written")
 }

@@ -490,7 +490,7 @@ func (j *Job) prior(ctx context.Context, d *gojev.Decider, opts gojev.Options, i
 		return nil, nil, err
 	}
 	if len(rows) == 0 {
-		return nil, nil, fmt.Errorf("PriDe: %w", ErrNoSample)
+		return nil, nil, fmt.Errorf("PriDe: %w", errNoSample)
 	}
 	ev := PriorEvent{Step: PriorEstimating, SampleRows: len(rows), Rows: total}
 	for _, r := range rows {

@@ -291,13 +291,16 @@ func (m *merger) write(w io.Writer, sum *Summary) error {
 		if _, err := f.ReadAt(buf, at.off); err != nil {
 			return fmt.Errorf("reading %s: %w", parts[at.part-1], err)
 		}
-		rec, _, err := decodeEntry(bytes.TrimSuffix(buf, []byte("\n")))
+		e, err := decodeEntry(bytes.TrimSuffix(buf, []byte("\n")))
 		if err != nil {
 			return fmt.Errorf("%s line %d: %w", parts[at.part-1], at.partLineNo, err)
 		}
-		if rec != nil {
-			sum.Add(rec.Result)
-		} else {
+		switch {
+		case e.Record != nil:
+			sum.Add(e.Record.Result)
+		case e.Answers != nil:
+			sum.addAnswers(e.Answers)
+		default:
 			sum.AddError()
 		}
 		if _, err := bw.Write(buf); err != nil {

@@ -58,8 +58,8 @@ func estimateOn(ctx context.Context, d *gojev.Decider, rows []contract.Row, line
 	return prior, byLine, nil
 }
 
-// ErrNoSample: a rows file has no row with two or more options to estimate a prior from.
-var ErrNoSample = fmt.Errorf("batch: no row with two or more options to estimate the prior from")
+// errNoSample: a rows file has no row with two or more options to estimate a prior from.
+var errNoSample = fmt.Errorf("batch: no row with two or more options to estimate the prior from")
 
 // scanRows calls fn for every line of r (trimmed, numbered from 1), from its start, then
 // rewinds r.

@@ -83,45 +83,57 @@ func keyID(key string) string {
 	return "null"
 }
 
-// Entry is one whole line of a results file: a decision (Record) or an error record (Error).
+// Entry is one whole line of a results file: a decision (Record), a typed row's answers
+// (Answers) or an error record (Error); one of the three is set.
 type Entry struct {
 	// N is the line's number in the results file, from 1.
-	N      int
-	Record *Record
-	Error  *ErrorRecord
+	N       int
+	Record  *Record
+	Answers *AnswersRecord
+	Error   *ErrorRecord
 }
 
 // InputLine is the input line the entry is about.
 func (e Entry) InputLine() int {
-	if e.Record != nil {
+	switch {
+	case e.Record != nil:
 		return e.Record.Line
+	case e.Answers != nil:
+		return e.Answers.Line
 	}
 	return e.Error.Line
 }
 
-// decodeEntry reads one line of a results file: a decision (a "prompt_version") or an error record
-// (an "error"). Anything else wraps ErrNotRecord.
-func decodeEntry(line []byte) (*Record, *ErrorRecord, error) {
+// decodeEntry reads one line of a results file: a decision (a "prompt_version"), a typed row's
+// answers (an "answers") or an error record (an "error"). Anything else wraps ErrNotRecord.
+func decodeEntry(line []byte) (Entry, error) {
 	var head struct {
 		PromptVersion string          `json:"prompt_version"`
 		Error         *string         `json:"error"`
+		Answers       json.RawMessage `json:"answers"`
 		ID            json.RawMessage `json:"id"`
 		Line          int             `json:"line"`
 	}
 	if err := json.Unmarshal(line, &head); err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrNotRecord, err)
+		return Entry{}, fmt.Errorf("%w: %w", ErrNotRecord, err)
 	}
 	switch {
 	case head.Error != nil:
-		return nil, &ErrorRecord{ID: head.ID, Line: head.Line, Error: *head.Error}, nil
+		return Entry{Error: &ErrorRecord{ID: head.ID, Line: head.Line, Error: *head.Error}}, nil
 	case head.PromptVersion != "":
 		rec := &Record{Result: new(gojev.Result)}
 		if err := json.Unmarshal(line, rec); err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", ErrNotRecord, err)
+			return Entry{}, fmt.Errorf("%w: %w", ErrNotRecord, err)
 		}
-		return rec, nil, nil
+		return Entry{Record: rec}, nil
+	case head.Answers != nil:
+		rec := &AnswersRecord{}
+		if err := json.Unmarshal(line, rec); err != nil {
+			return Entry{}, fmt.Errorf("%w: %w", ErrNotRecord, err)
+		}
+		return Entry{Answers: rec}, nil
 	}
-	return nil, nil, fmt.Errorf("%w: neither a decision (prompt_version) nor an error record (error)", ErrNotRecord)
+	return Entry{}, fmt.Errorf("%w: neither a decision (prompt_version), a typed row's answers (answers) nor an error record (error)", ErrNotRecord)
 }
 
 // ReadEntries reads every whole line of a results file, in order. A last line without its
@@ -141,11 +153,12 @@ func ReadEntries(r io.Reader) (entries []Entry, cut int, err error) {
 		if len(bytes.TrimSpace(l.Bytes)) == 0 {
 			continue
 		}
-		rec, er, err := decodeEntry(l.Bytes)
+		e, err := decodeEntry(l.Bytes)
 		if err != nil {
 			return nil, 0, fmt.Errorf("line %d: %w", l.N, err)
 		}
-		entries = append(entries, Entry{N: l.N, Record: rec, Error: er})
+		e.N = l.N
+		entries = append(entries, e)
 	}
 	return entries, cut, sc.Err()
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/gojev/gojev"
@@ -102,6 +103,25 @@ func (s *Summary) Add(res *gojev.Result) {
 	}
 }
 
+// addAnswers counts a typed row: one decision, and each labelled answer as a labelled decision
+// (right when its Correct is).
+func (s *Summary) addAnswers(r *AnswersRecord) {
+	s.Rows++
+	s.Decided++
+	s.PromptTokens += r.Usage.InputTokens
+	for _, a := range r.Answers {
+		if a.Correct == nil {
+			continue
+		}
+		s.Labelled++
+		s.AnsweredLabelled++
+		if *a.Correct {
+			s.Correct++
+			s.AnsweredCorrect++
+		}
+	}
+}
+
 // AddError counts one error record.
 func (s *Summary) AddError() {
 	s.Rows++
@@ -139,9 +159,19 @@ func (s *Summary) Skewed() (letter string, n int, skewed bool) {
 // and the waits concurrently.
 type beginFunc func(ctx context.Context, row contract.Row, lineNo int) (wait func() (*gojev.Result, error), err error)
 
-// Run decides the rows of in (JSONL, one row a line: contract.ParseRow) through d and writes
-// one record a line to out, in input order: a Record for a decision, an ErrorRecord for a line
-// that cannot be decided (a bad row, a prompt too long), and the run goes on. Only the lines
+// starter begins the lines of a run: rows of the contract (row), and typed rows (ask:
+// gojev.Decider.BeginAsk and AskCall.Wait; nil refuses them), whose records name model.
+type starter struct {
+	row   beginFunc
+	ask   func(ctx context.Context, state any, qs map[string]gojev.Question) (wait func() (map[string]*gojev.Answer, error), err error)
+	model string
+}
+
+// Run decides the rows of in (JSONL, one row a line: contract.ParseRow, or a typed row of
+// questions about a state, as the System One API asks them) through d and writes one record a
+// line to out, in input order: a Record for a decision, an AnswersRecord for a typed row, an
+// ErrorRecord for a line that cannot be decided (a bad row, a prompt too long), and the run
+// goes on. Only the lines
 // of cfg.Shard are decided, except those cfg.Skip reports done. Up to cfg.Window rows are
 // decided at once; each record is written with a single Write as soon as every line before it
 // is, so an interrupted run (a cancelled ctx, a kill) leaves only whole lines, the rows in
@@ -159,10 +189,27 @@ func Run(ctx context.Context, d *gojev.Decider, in io.Reader, out io.Writer, cfg
 		}
 		return func() (*gojev.Result, error) { return c.Wait(ctx) }, nil
 	}
-	return run(ctx, begin, in, out, cfg)
+	ask := func(ctx context.Context, state any, qs map[string]gojev.Question) (func() (map[string]*gojev.Answer, error), error) {
+		c, err := d.BeginAsk(ctx, state, qs)
+		if err != nil {
+			return nil, err
+		}
+		return func() (map[string]*gojev.Answer, error) { return c.Wait(ctx) }, nil
+	}
+	return run(ctx, starter{row: begin, ask: ask, model: modelName(d)}, in, out, cfg)
 }
 
-func run(ctx context.Context, begin beginFunc, in io.Reader, out io.Writer, cfg Config) (Summary, error) {
+// modelName names the model of d as typed rows' records do (the API's "model"): its file's
+// name, or the runtime's (a server's URL).
+func modelName(d *gojev.Decider) string {
+	c := d.Check()
+	if c.Model != nil {
+		return filepath.Base(c.Model.Path)
+	}
+	return c.Backend
+}
+
+func run(ctx context.Context, begin starter, in io.Reader, out io.Writer, cfg Config) (Summary, error) {
 	start := time.Now()
 	var sum Summary
 	window := cfg.Window
@@ -263,9 +310,12 @@ func run(ctx context.Context, begin beginFunc, in io.Reader, out io.Writer, cfg 
 			drain()
 			return finish(fmt.Errorf("writing results: %w", err))
 		}
-		if r, ok := rec.(Record); ok {
+		switch r := rec.(type) {
+		case Record:
 			sum.Add(r.Result)
-		} else {
+		case AnswersRecord:
+			sum.addAnswers(&r)
+		default:
 			sum.AddError()
 		}
 		if cfg.OnRecord != nil {
@@ -281,7 +331,10 @@ func run(ctx context.Context, begin beginFunc, in io.Reader, out io.Writer, cfg 
 // decideLine turns one input line into its record: the decision (decided now, or beforehand
 // in decided), or an error record. It parses the line, waits for prev (the previous line
 // begun), begins its row, closes next and waits for the result; next is closed on every path.
-func decideLine(ctx context.Context, begin beginFunc, prev <-chan struct{}, next chan<- struct{}, decided map[int]gojev.Outcome, line []byte, lineNo int) any {
+func decideLine(ctx context.Context, begin starter, prev <-chan struct{}, next chan<- struct{}, decided map[int]gojev.Outcome, line []byte, lineNo int) any {
+	if isTypedRow(line) {
+		return askLine(ctx, begin, prev, next, line, lineNo)
+	}
 	row, err := contract.ParseRow(line)
 	<-prev
 	var wait func() (*gojev.Result, error)
@@ -289,7 +342,7 @@ func decideLine(ctx context.Context, begin beginFunc, prev <-chan struct{}, next
 		if o, ok := decided[lineNo]; ok && (o.Result != nil || o.Err != nil) {
 			wait = func() (*gojev.Result, error) { return o.Result, o.Err }
 		} else {
-			wait, err = begin(ctx, row, lineNo)
+			wait, err = begin.row(ctx, row, lineNo)
 		}
 	}
 	close(next)
@@ -300,6 +353,32 @@ func decideLine(ctx context.Context, begin beginFunc, prev <-chan struct{}, next
 		}
 	}
 	return ErrorRecord{ID: row.IDJSON(), Line: lineNo, Error: err.Error()}
+}
+
+// askLine is decideLine for a typed row: its AnswersRecord, or an error record.
+func askLine(ctx context.Context, begin starter, prev <-chan struct{}, next chan<- struct{}, line []byte, lineNo int) any {
+	row, err := parseTypedRow(line)
+	<-prev
+	var wait func() (map[string]*gojev.Answer, error)
+	switch {
+	case err != nil:
+	case begin.ask == nil:
+		err = errors.New("typed rows (questions) are not decided here")
+	default:
+		qs := make(map[string]gojev.Question, len(row.questions))
+		for _, q := range row.questions {
+			qs[q.Name] = q.Question
+		}
+		wait, err = begin.ask(ctx, row.state, qs)
+	}
+	close(next)
+	if err == nil {
+		var answers map[string]*gojev.Answer
+		if answers, err = wait(); err == nil {
+			return answersRecord(row, lineNo, begin.model, answers)
+		}
+	}
+	return ErrorRecord{ID: row.id, Line: lineNo, Error: err.Error()}
 }
 
 // RecordLine is the line a results file holds for the row at input line lineNo (id: the row's,
@@ -337,6 +416,8 @@ func unencodableRecord(rec any, lineNo int, err error) ErrorRecord {
 	case *gojev.Result:
 		id = r.ID
 	case ErrorRecord:
+		id = r.ID
+	case AnswersRecord:
 		id = r.ID
 	}
 	if !json.Valid(id) {

@@ -46,6 +46,28 @@ func Reliability(conf []float64, right []bool) ([]Bin, float64) {
 	return bins, ece
 }
 
+// AUROC is the area under the ROC curve of scores that should rank the positives (pos) above
+// the negatives (neg): the Mann–Whitney estimate of P(a positive scores above a negative) over
+// every pair, ties counted half (Hanley & McNeil 1982). 0.5 is chance; 0 when either side is
+// empty.
+func AUROC(pos, neg []float64) float64 {
+	if len(pos) == 0 || len(neg) == 0 {
+		return 0
+	}
+	wins := 0.0
+	for _, x := range pos {
+		for _, y := range neg {
+			switch {
+			case x > y:
+				wins++
+			case x == y:
+				wins += 0.5
+			}
+		}
+	}
+	return wins / float64(len(pos)*len(neg))
+}
+
 // Brier is one decision's multi-class Brier score, Σ_i (probs_i − y_i)² with y the one-hot
 // label (Brier 1950): 0 for certainty on the label, 2 for certainty on another option.
 func Brier(probs []float64, label int) float64 {

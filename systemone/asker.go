@@ -58,14 +58,21 @@ func (l *Local) Ask(ctx context.Context, req *Request) (*Response, error) {
 	if err != nil {
 		return nil, validation(err, qs)
 	}
-	out := &Response{Model: l.Model}
-	for _, q := range req.Questions {
+	return ResponseOf(l.Model, req.Questions, answers), nil
+}
+
+// ResponseOf is the API's response for questions (in their order) and Decider.Ask's answers to
+// them: each answer in the API's shape, probabilities and legend in the order of its question's
+// criteria or levels, and the usage (every prompt's tokens; one answer token a prompt).
+func ResponseOf(model string, questions []Named, answers map[string]*gojev.Answer) *Response {
+	out := &Response{Model: model}
+	for _, q := range questions {
 		a := answers[q.Name]
 		out.Answers = append(out.Answers, NamedAnswer{Name: q.Name, Answer: wireAnswer(q.Question, a)})
 		out.Usage.InputTokens += a.Result.Stats.PromptTokens
 		out.Usage.OutputTokens += prompts(a.Result)
 	}
-	return out, nil
+	return out
 }
 
 // validation turns an error of Decider.Ask about one question into the API's ValidationErrors

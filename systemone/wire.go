@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,6 +48,10 @@ type Answer struct {
 	Probabilities pyjson.Object
 	PromptVersion string
 	PromptSHA256  string
+	// Label and Correct are a labelled question's (batch records of typed rows, not the API):
+	// the label as the row gave it and whether the answer matches it; nil without a label.
+	Label   any
+	Correct *bool
 }
 
 // Usage counts a request's tokens: InputTokens the prompt tokens its questions were decided
@@ -177,6 +182,12 @@ func (a Answer) MarshalJSON() ([]byte, error) {
 	if a.PromptVersion != "" {
 		o = append(o, pyjson.Member{Key: "prompt_version", Value: a.PromptVersion}, pyjson.Member{Key: "prompt_sha256", Value: a.PromptSHA256})
 	}
+	if a.Label != nil {
+		o = append(o, pyjson.Member{Key: "label", Value: a.Label})
+	}
+	if a.Correct != nil {
+		o = append(o, pyjson.Member{Key: "correct", Value: *a.Correct})
+	}
 	return json.Marshal(o)
 }
 
@@ -192,12 +203,20 @@ func (a *Answer) UnmarshalJSON(b []byte) error {
 		Probabilities json.RawMessage `json:"probabilities"`
 		PromptVersion string          `json:"prompt_version"`
 		PromptSHA256  string          `json:"prompt_sha256"`
+		Label         json.RawMessage `json:"label"`
+		Correct       *bool           `json:"correct"`
 	}
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
 	*a = Answer{Type: w.Type, Choice: w.Choice, Score: w.Score, Noul: w.Noul, Confidence: w.Confidence,
-		PromptVersion: w.PromptVersion, PromptSHA256: w.PromptSHA256}
+		PromptVersion: w.PromptVersion, PromptSHA256: w.PromptSHA256, Correct: w.Correct}
+	if len(w.Label) > 0 && string(w.Label) != "null" {
+		var err error
+		if a.Label, err = pyjson.Decode(w.Label); err != nil {
+			return err
+		}
+	}
 	for _, f := range []struct {
 		raw json.RawMessage
 		dst *pyjson.Object
@@ -327,17 +346,38 @@ func ParseRequest(body []byte) (*Request, error) {
 	case len(qs) == 0:
 		fail("Dictionary should have at least 1 item after validation, not 0", "too_short", "questions")
 	}
-	for _, m := range qs {
-		q, qerrs := parseQuestion(m.Value, []any{"questions", m.Key})
-		errs = append(errs, qerrs...)
-		if q != nil {
-			req.Questions = append(req.Questions, Named{Name: m.Key, Question: q})
-		}
-	}
+	named, qerrs := parseQuestions(qs, []any{"questions"})
+	errs = append(errs, qerrs...)
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	req.Questions = named
 	return req, nil
+}
+
+// ParseQuestions reads the named questions of an object as the API's "questions" (each an
+// object whose "type" is choice, score or noul; members the API does not know are left out,
+// as a "label" of a batch row). Problems are a ValidationErrors whose locations start at
+// "questions".
+func ParseQuestions(qs pyjson.Object) ([]Named, error) {
+	named, errs := parseQuestions(qs, []any{"questions"})
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return named, nil
+}
+
+func parseQuestions(qs pyjson.Object, loc []any) ([]Named, ValidationErrors) {
+	var errs ValidationErrors
+	var named []Named
+	for _, m := range qs {
+		q, qerrs := parseQuestion(m.Value, append(slices.Clone(loc), m.Key))
+		errs = append(errs, qerrs...)
+		if q != nil {
+			named = append(named, Named{Name: m.Key, Question: q})
+		}
+	}
+	return named, errs
 }
 
 // parseQuestion reads one question at loc.

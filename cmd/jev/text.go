@@ -14,7 +14,9 @@ import (
 // prints them on a terminal: one line per row with its id, the chosen option, its probability
 // (p=, p_yes= for binary; p_cal=, p_yes_cal= when a calibration profile set it), the letter or
 // the knockout's passes, "suspect" and "abstained" marks and, when the row is labelled, ✓ or ✗
-// (with the label when wrong); under bias control the raw choice when it differs. An
+// (with the label when wrong); under bias control the raw choice when it differs. A typed row
+// reads "id  name=answer …": a choice's name (and its confidence), a score's expected level, a
+// noul's P(yes), each with ✓ or ✗ when labelled. An
 // batch.ErrorRecord reads "id  error (line N): …"; a promptRecord is a "### id" header over its
 // prompt; any other value is a JSON line. color adds ANSI colours to the marks (a terminal).
 // A Result JSON cannot encode (a NaN) is an error, as with JSON lines.
@@ -68,6 +70,24 @@ func textLines(color bool) func(rec any) ([]byte, error) {
 			}
 			if r.Debias != nil && r.Debias.RawChosen != r.Chosen {
 				fmt.Fprintf(&b, "  (%s; raw: %s)", r.Debias.Method, r.Debias.RawChosen)
+			}
+		case batch.AnswersRecord:
+			fmt.Fprintf(&b, "%-12s", idText(r.ID))
+			for _, a := range r.Answers {
+				switch a.Type {
+				case "choice":
+					fmt.Fprintf(&b, "  %s=%s (%.3f)", a.Name, a.Choice, a.Confidence)
+				case "score":
+					fmt.Fprintf(&b, "  %s=%.2f", a.Name, a.Score)
+				case "noul":
+					fmt.Fprintf(&b, "  %s=%.3f", a.Name, a.Noul)
+				}
+				if a.Correct != nil {
+					b.WriteString(" " + mark(*a.Correct))
+					if !*a.Correct {
+						fmt.Fprintf(&b, " label %v", a.Label)
+					}
+				}
 			}
 		case batch.ErrorRecord:
 			fmt.Fprintf(&b, "%-12s error (line %d): %s", idText(r.ID), r.Line, r.Error)

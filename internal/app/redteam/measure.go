@@ -1,6 +1,10 @@
 package redteam
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/gojev/gojev/calibrate"
+)
 
 // Decision is what the figures read of one decided row (clean or attacked).
 type Decision struct {
@@ -120,28 +124,9 @@ func Measure(setting, family string, clean, attacked map[int]Decision, targets m
 		if attFl+cleanFl > 0 {
 			f.Precision = float64(attFl) / float64(attFl+cleanFl)
 		}
-		f.DetectorAUC = auc(attY, cleanY)
+		f.DetectorAUC = calibrate.AUROC(attY, cleanY)
 	}
 	return f
-}
-
-// auc is the Mann–Whitney estimate of P(a > c) over every pair, ties counted half.
-func auc(a, c []float64) float64 {
-	if len(a) == 0 || len(c) == 0 {
-		return 0
-	}
-	wins := 0.0
-	for _, x := range a {
-		for _, y := range c {
-			switch {
-			case x > y:
-				wins++
-			case x == y:
-				wins += 0.5
-			}
-		}
-	}
-	return wins / float64(len(a)*len(c))
 }
 
 func b2i(b bool) int {

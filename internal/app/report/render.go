@@ -27,6 +27,8 @@ type RunReport struct {
 	LlamaCpp string   `json:"llama_cpp,omitempty"`
 	NThreads int      `json:"n_threads,omitempty"`
 	Metrics
+	// Questions are the typed rows' figures, per named question (none without typed rows).
+	Questions []QuestionMetrics `json:"questions,omitempty"`
 	// Paired compares the run with the report's first run (nil for the first).
 	Paired *Paired `json:"paired,omitempty"`
 }
@@ -43,7 +45,7 @@ type Report struct {
 func Build(runs []*Run) *Report {
 	rep := &Report{Generated: time.Now().UTC()}
 	for i, r := range runs {
-		rr := RunReport{Name: r.Name, Variant: r.Variant, Path: r.Path, Metrics: Compute(r)}
+		rr := RunReport{Name: r.Name, Variant: r.Variant, Path: r.Path, Metrics: Compute(r), Questions: questionMetrics(r.Answers)}
 		if m := r.Meta; m != nil {
 			rr.Contract, rr.Args, rr.Jev, rr.LlamaCpp, rr.NThreads = m.PromptVersion, m.Args, m.Jev, m.LlamaCpp, m.NThreads
 			rr.Method = string(m.Debias)
@@ -196,6 +198,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 	for _, k := range keys {
 		fmt.Fprintf(&b, "%s: %s\n", k, strings.Join(byKey[k], ", "))
 	}
+	writeQuestions(&b, rep.Runs)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

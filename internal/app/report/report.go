@@ -112,6 +112,9 @@ type Run struct {
 	Rows          int
 	Errors        int
 	Decisions     []Decision
+	// Answers are the file's typed rows (questions about a state, as the System One API asks
+	// them), reported per question (RunReport.Questions).
+	Answers []*batch.AnswersRecord
 }
 
 // ErrNotResults: a file is not jev decide output.
@@ -152,6 +155,10 @@ func Load(path, name string) ([]*Run, error) {
 			for _, run := range all {
 				run.Errors++
 			}
+			continue
+		}
+		if e.Answers != nil {
+			main.Answers = append(main.Answers, e.Answers)
 			continue
 		}
 		r := e.Record
