@@ -257,4 +257,3 @@ func writeQuestions(w io.Writer, runs []RunReport) {
 	}
 	_, _ = io.WriteString(w, b.String())
 }
-
