@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
@@ -44,7 +47,15 @@ ratios to the first scoring, all from this one run; pride scorings read --prior 
 --results DIR keeps each scoring's records (DIR/<scoring>.jsonl, with run files) for jev
 report and jev calibrate.
 
-  jev bench -t 2 -i rows.jsonl --scorings raw,permute-2,permute-4,cyclic --results out/sweep -o out/sweep.json`
+  jev bench -t 2 -i rows.jsonl --scorings raw,permute-2,permute-4,cyclic --results out/sweep -o out/sweep.json
+
+--serve measures jev serve instead: -i holds typed rows ({"id", "state", "questions"}, as jev
+decide takes them). It decides them as jev decide does, then serves the System One API over the
+same model on a loopback port and sends their questions as requests from --clients concurrent
+clients (--requests in all, cycling through the rows), and prints questions/s of both, the
+ratio, the requests' p50/p95/p99 latency, and the process's RSS every tenth of the requests.
+
+  jev bench -t 2 -i typed.jsonl --serve --clients 8 --requests 10000 -o out/serve.json`
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("bench")
@@ -57,6 +68,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cli.String(fs, &out, "o,output", "", "write the figures to this JSON `file` and a chart beside it (.svg)")
 	cli.String(fs, &pathsFlag, "paths", "engine,packed,sequential,http,hardware", "the `paths` to run, comma-separated")
 	cli.Int(fs, &limit, "n,rows", 0, "use only the first `n` rows (0: all)")
+	var serve bool
+	var clients, requests int
+	cli.Bool(fs, &serve, "serve", "measure jev serve under load against jev decide on the same typed rows (-i)")
+	cli.Int(fs, &clients, "clients", 8, "with --serve: concurrent `clients`")
+	cli.Int(fs, &requests, "requests", 0, "with --serve: `requests` in all, cycling through the rows (0: one a row)")
 	var sf sweepFlags
 	cli.String(fs, &sf.scorings, "scorings", "", "measure bias control instead of the paths: decide the rows under each of these `scorings` (raw, pride, cyclic, permute-N, pride+permute-N, each with or without +detect; detect is raw+detect), comma-separated; ratios are against the first")
 	cli.Int(fs, &sf.block, "block", 10, "with --scorings: `rows` each scoring decides in turn before the next block")
@@ -72,6 +88,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ctr, err := parseContract(contractName)
 	if err != nil {
 		return err
+	}
+	if serve {
+		if pathsSet || sf.scorings != "" {
+			return cli.Usage(errors.New("--serve, --paths and --scorings measure different things: give one"))
+		}
+		return runServeBench(ctx, &mf, in, limit, clients, requests, out, stdout, stderr)
 	}
 	if sf.scorings != "" {
 		if pathsSet {
@@ -126,6 +148,44 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		fmt.Fprintf(stderr, "bench: wrote %s and %s\n", out, svg)
+	}
+	return nil
+}
+
+// runServeBench is jev bench --serve.
+func runServeBench(ctx context.Context, mf *modelFlags, in string, limit, clients, requests int, out string, stdout, stderr io.Writer) error {
+	data, err := os.ReadFile(in)
+	if err != nil {
+		return cli.Usage(err)
+	}
+	var rows [][]byte
+	for _, l := range bytes.Split(data, []byte("\n")) {
+		if l = bytes.TrimSpace(l); len(l) > 0 {
+			rows = append(rows, l)
+		}
+	}
+	if limit > 0 && limit < len(rows) {
+		rows = rows[:limit]
+	}
+	if len(rows) == 0 {
+		return cli.Usage(fmt.Errorf("-i %s: no typed rows", in))
+	}
+	d, err := mf.open(ctx, stderr, gojev.Options{})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	rep, err := bench.MeasureServe(ctx, bench.ServeConfig{Decider: d, Rows: rows, Clients: clients, Requests: requests, Log: stderr})
+	if err != nil {
+		return err
+	}
+	rep.WriteText(stdout)
+	if out != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(out, append(b, '\n'), 0o644)
 	}
 	return nil
 }

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Typed rows (questions about a state, as the System One API asks them) from public labelled
+data, for measuring gojev's choice, noul and score answers (jev decide, then jev report):
+
+  choice   Banking77 rows of the contract ({"id", "state", "question", "options", "label"}) as
+           typed rows: one choice question whose criteria are the row's options (name the
+           option id, description the option's), labelled with the gold intent. The prompt is
+           the row's, byte for byte.
+  noul     the same Banking77 rows as yes/no questions: "Does the message express the intent
+           …?", asked of the gold intent on even rows and of a distractor drawn from the row's
+           other options (seeded) on odd rows, labelled true or false: half yes, half no.
+  score    AFINN-en-165 (Finn Årup Nielsen's word list, 3,382 English words rated from -5 to
+           +5 by hand): the sentiment of one word on an 11-level rubric, labelled with the
+           word's rating + 5; words drawn per rating (up to --per-level of each, seeded), so
+           every level is measured.
+
+  python3 scripts/typed-rows.py choice ../shared/data/banking77/test-8opt.jsonl --skip 200 --rows 200 > choice.jsonl
+  python3 scripts/typed-rows.py noul   ../shared/data/banking77/test-8opt.jsonl --skip 200 --rows 200 > noul.jsonl
+  python3 scripts/typed-rows.py score  path/to/AFINN-en-165.txt --per-level 20 > score.jsonl
+"""
+import argparse
+import json
+import random
+import sys
+
+SCORE_LEVELS = [
+    "very strongly negative (-5)", "strongly negative (-4)", "negative (-3)", "somewhat negative (-2)",
+    "slightly negative (-1)", "neutral (0)", "slightly positive (+1)", "somewhat positive (+2)",
+    "positive (+3)", "strongly positive (+4)", "very strongly positive (+5)",
+]
+
+
+def banking77(path, skip, rows):
+    with open(path) as f:
+        lines = [json.loads(l) for l in f if l.strip()]
+    return lines[skip:skip + rows] if rows else lines[skip:]
+
+
+def choice(args):
+    for r in banking77(args.source, args.skip, args.rows):
+        q = {"type": "choice", "instructions": r["question"],
+             "criteria": {o["id"]: o["description"] for o in r["options"]}, "label": r["label"]}
+        yield {"id": r["id"], "state": r["state"], "questions": {"intent": q}}
+
+
+def noul(args):
+    for i, r in enumerate(banking77(args.source, args.skip, args.rows)):
+        gold = next(o for o in r["options"] if o["id"] == r["label"])
+        target = gold
+        if i % 2 == 1:
+            others = [o for o in r["options"] if o["id"] != r["label"]]
+            target = random.Random("%s-%s" % (args.seed, r["id"])).choice(others)
+        desc = target["description"].rstrip(".")
+        q = {"type": "noul", "instructions": 'Does the customer\'s message express the intent "%s"?' % desc,
+             "label": target is gold}
+        yield {"id": r["id"], "state": r["state"], "questions": {"intent": q}}
+
+
+def score(args):
+    by = {}
+    with open(args.source) as f:
+        for line in f:
+            word, rating = line.rstrip("\n").rsplit("\t", 1)
+            by.setdefault(int(rating), []).append(word)
+    rng = random.Random(args.seed)
+    picked = []
+    for rating in sorted(by):
+        words = sorted(by[rating])
+        rng.shuffle(words)
+        picked += [(w, rating) for w in words[:args.per_level]]
+    rng.shuffle(picked)
+    for w, rating in picked:
+        q = {"type": "score", "instructions": "How negative or positive is the sentiment of this word?",
+             "criteria": SCORE_LEVELS, "label": rating + 5}
+        yield {"id": "afinn-" + w, "state": {"word": w}, "questions": {"sentiment": q}}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("kind", choices=["choice", "noul", "score"])
+    ap.add_argument("source", help="Banking77 rows (choice, noul) or AFINN-en-165.txt (score)")
+    ap.add_argument("--skip", type=int, default=0, help="leave out the first N rows (choice, noul)")
+    ap.add_argument("--rows", type=int, default=0, help="write N rows (choice, noul; 0: all)")
+    ap.add_argument("--per-level", type=int, default=20, help="words of each rating (score)")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    for row in {"choice": choice, "noul": noul, "score": score}[args.kind](args):
+        sys.stdout.write(json.dumps(row) + "\n")
+
+
+if __name__ == "__main__":
+    main()
