@@ -20,6 +20,9 @@
 #                   decided by the knockout, cut to 16 and to 8 options, and the first KO_SUB (100)
 #                   with PriDe, with the length grouping and by the binary contract, into KO_OUT
 #                   (out/ko), each run resumable (rerun to continue); about 5.5 hours on 2 cores
+#   make typed      the typed questions' figures (docs/typed-questions.md): choice and noul on 200
+#                   held-out Banking77 rows, score on AFINN word sentiment in both rubric orders,
+#                   into OUT (out/typed), resumable; about 40 minutes on 2 cores
 #   make fuzz       every Go fuzz target for FUZZTIME each (default 2m; .ci/run: 15s)
 #   make transfer   whether a calibration profile and a PriDe prior fitted on Banking77 transfer
 #                   to other tasks (16 options, SNIPS, Social IQa from PyPI bigbench): ~3 hours;
@@ -50,7 +53,7 @@ ROWS ?= examples/tickets.jsonl
 THREADS ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu)
 JEV := bin/jev
 
-.PHONY: all native server model model-small sdk plugin build demo eval parity bench test soak fuzz transfer calibration knockout vet clean help
+.PHONY: all native server model model-small sdk plugin build demo eval parity bench test soak fuzz transfer calibration knockout typed vet clean help
 
 all: build
 
@@ -143,6 +146,9 @@ knockout: build model
 	d --contract binary -i $(KO_OUT)/b77-77-sub.jsonl -o $(KO_OUT)/binary-sub.jsonl
 	$(JEV) report $(KO_OUT)/knockout.jsonl=knockout $(KO_OUT)/cut16.jsonl=cut16 $(KO_OUT)/cut8.jsonl=cut8 --json $(KO_OUT)/report.json
 	$(JEV) report $(KO_OUT)/knockout.jsonl=knockout $(KO_OUT)/knockout-pride-sub.jsonl=knockout-pride $(KO_OUT)/knockout-length-sub.jsonl=knockout-length $(KO_OUT)/binary-sub.jsonl=binary
+
+typed: build model
+	THREADS=$(THREADS) ./scripts/typed-measure.sh
 
 FUZZTIME ?= 2m
 fuzz: native model-small

@@ -12,7 +12,8 @@ data, for measuring gojev's choice, noul and score answers (jev decide, then jev
   score    AFINN-en-165 (Finn Årup Nielsen's word list, 3,382 English words rated from -5 to
            +5 by hand): the sentiment of one word on an 11-level rubric, labelled with the
            word's rating + 5; words drawn per rating (up to --per-level of each, seeded), so
-           every level is measured.
+           every level is measured. --reverse lists the rubric from +5 down (label 5 - rating),
+           to measure position bias.
 
   python3 scripts/typed-rows.py choice ../shared/data/banking77/test-8opt.jsonl --skip 200 --rows 200 > choice.jsonl
   python3 scripts/typed-rows.py noul   ../shared/data/banking77/test-8opt.jsonl --skip 200 --rows 200 > noul.jsonl
@@ -69,9 +70,14 @@ def score(args):
         rng.shuffle(words)
         picked += [(w, rating) for w in words[:args.per_level]]
     rng.shuffle(picked)
+    levels, instructions = SCORE_LEVELS, "How negative or positive is the sentiment of this word?"
+    if args.reverse:
+        # The same rubric from the other end (level 0 is +5): a model that favours a position,
+        # or a letter, moves its scores the other way.
+        levels, instructions = SCORE_LEVELS[::-1], "How positive or negative is the sentiment of this word?"
     for w, rating in picked:
-        q = {"type": "score", "instructions": "How negative or positive is the sentiment of this word?",
-             "criteria": SCORE_LEVELS, "label": rating + 5}
+        label = rating + 5 if not args.reverse else 5 - rating
+        q = {"type": "score", "instructions": instructions, "criteria": levels, "label": label}
         yield {"id": "afinn-" + w, "state": {"word": w}, "questions": {"sentiment": q}}
 
 
@@ -82,6 +88,7 @@ def main():
     ap.add_argument("--skip", type=int, default=0, help="leave out the first N rows (choice, noul)")
     ap.add_argument("--rows", type=int, default=0, help="write N rows (choice, noul; 0: all)")
     ap.add_argument("--per-level", type=int, default=20, help="words of each rating (score)")
+    ap.add_argument("--reverse", action="store_true", help="score: the rubric from the most positive level down (level 0 = +5), to measure position bias")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     for row in {"choice": choice, "noul": noul, "score": score}[args.kind](args):
