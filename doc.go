@@ -52,6 +52,19 @@
 // cgo (CGO_ENABLED=0) the package still builds; Open then returns ErrNoCgo and New works with
 // the HTTP runtime.
 //
+// # Typed questions
+//
+// Ask decides named typed questions about one state together, as TypeSafe's System One API
+// asks them (package systemone serves and calls the API): a Choice (which of named criteria
+// applies), a Score (a level of an ordered rubric, answered with the expected level) and a Noul
+// (a yes/no question, answered with P(yes)). Choices and scores are rows of the Decider's
+// contract, the seed's prompts unchanged; a noul has its own prompt, noul-v1:
+//
+//	answers, err := d.Ask(ctx, "I was charged twice.", map[string]gojev.Question{
+//		"billing": gojev.Noul{Instructions: "Is this about billing?"},
+//		"urgency": gojev.Score{Instructions: "How urgent?", Levels: []any{"Can wait", "Today"}},
+//	})
+//
 // # Contracts
 //
 // Direct (direct-options-v1, the default) renders one prompt per row and reads the letter
