@@ -70,7 +70,7 @@ var importRules = map[string][]string{
 	"llama":                {"gguf", "render"},
 	"pyjson":               {},
 	"render":               {},
-	"systemone":            {"", "backend", "contract", "pyjson"},
+	"systemone":            {"", "backend", "contract", "debias", "pyjson"},
 	"internal/atomicfile":  {},
 	"internal/cache":       {},
 	"internal/cli":         {},

@@ -9,6 +9,7 @@ import (
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/pyjson"
 )
 
@@ -90,6 +91,8 @@ func validation(err error, qs map[string]gojev.Question) error {
 	switch {
 	case errors.As(err, &tl):
 		return ValidationErrors{{Loc: loc, Msg: fmt.Sprintf("the state and question make a prompt of %d tokens, longer than this server's n_ctx of %d tokens", tl.NTokens, tl.NCtx), Type: "context_length_exceeded"}}
+	case errors.Is(err, debias.ErrNoPrior):
+		return ValidationErrors{{Loc: loc, Msg: "this server controls position bias with a PriDe prior that has no entry for this many criteria: " + qe.Err.Error(), Type: "unsupported"}}
 	case errors.Is(err, contract.ErrBinarySlot):
 		return ValidationErrors{{Loc: loc, Msg: "this model cannot spell yes or no as one token, so it cannot answer noul questions: " + qe.Err.Error(), Type: "unsupported"}}
 	case errors.Is(err, gojev.ErrQuestion), errors.Is(err, contract.ErrRow), errors.Is(err, backend.ErrSpecialText),
