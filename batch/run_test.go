@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -17,14 +16,8 @@ import (
 	"github.com/gojev/gojev/internal/testenv"
 )
 
-// rowLine is a JSONL row with n options o0..o(n-1).
-func rowLine(id string, n int) string {
-	var opts []string
-	for i := range n {
-		opts = append(opts, fmt.Sprintf(`{"id": "o%d", "description": "Option %d."}`, i, i))
-	}
-	return fmt.Sprintf(`{"id": %q, "state": {"message": "hello"}, "question": "Which?", "options": [%s]}`, id, strings.Join(opts, ", "))
-}
+// rowLine is testenv.RowLine: a row with n options o0..o(n-1).
+var rowLine = testenv.RowLine
 
 // cancelAfterFirstLine cancels the run as soon as the first output line is written, as a
 // Ctrl-C during the second row would.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -18,14 +17,8 @@ import (
 	"github.com/gojev/gojev/internal/testenv"
 )
 
-// rowLine is a JSONL row with n options o0..o(n-1).
-func rowLine(id string, n int) string {
-	var opts []string
-	for i := range n {
-		opts = append(opts, fmt.Sprintf(`{"id": "o%d", "description": "Option %d."}`, i, i))
-	}
-	return fmt.Sprintf(`{"id": %q, "state": {"message": "hello"}, "question": "Which?", "options": [%s]}`, id, strings.Join(opts, ", "))
-}
+// rowLine is testenv.RowLine: a row with n options o0..o(n-1).
+var rowLine = testenv.RowLine
 
 // renderRows writes each row's prompt record (or the detector's prompt), and an error record for a
 // row it cannot render; the prompt is the one the Decider decides.

@@ -151,6 +151,16 @@ func cachedModel(tb testing.TB, env, file, fetch string) string {
 	return p
 }
 
+// RowLine is a JSONL row of the contract with n options o0..o(n-1) ("Option i."), state
+// {"message": "hello"} and question "Which?", for tests of the row files.
+func RowLine(id string, n int) string {
+	var opts []string
+	for i := range n {
+		opts = append(opts, fmt.Sprintf(`{"id": "o%d", "description": "Option %d."}`, i, i))
+	}
+	return fmt.Sprintf(`{"id": %q, "state": {"message": "hello"}, "question": "Which?", "options": [%s]}`, id, strings.Join(opts, ", "))
+}
+
 // SDKPython returns the python of the venv that holds TypeSafe's official System One client
 // ($JEV_SDK_PYTHON, as make test sets it from scripts/sdk-venv.sh), or skips/fails through
 // Missing.
