@@ -9,6 +9,8 @@ data, for measuring gojev's choice, noul and score answers (jev decide, then jev
   noul     the same Banking77 rows as yes/no questions: "Does the message express the intent
            …?", asked of the gold intent on even rows and of a distractor drawn from the row's
            other options (seeded) on odd rows, labelled true or false: half yes, half no.
+  mixed    both of the above about each Banking77 row's message: requests of two questions
+           (jev bench --serve).
   score    AFINN-en-165 (Finn Årup Nielsen's word list, 3,382 English words rated from -5 to
            +5 by hand): the sentiment of one word on an 11-level rubric, labelled with the
            word's rating + 5; words drawn per rating (up to --per-level of each, seeded), so
@@ -57,6 +59,12 @@ def noul(args):
         yield {"id": r["id"], "state": r["state"], "questions": {"intent": q}}
 
 
+def mixed(args):
+    """A choice and a noul about each row's message: requests of two questions (jev bench --serve)."""
+    for c, n in zip(choice(args), noul(args)):
+        yield {"id": c["id"], "state": c["state"], "questions": {"intent": c["questions"]["intent"], "check": n["questions"]["intent"]}}
+
+
 def score(args):
     by = {}
     with open(args.source) as f:
@@ -83,7 +91,7 @@ def score(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("kind", choices=["choice", "noul", "score"])
+    ap.add_argument("kind", choices=["choice", "noul", "score", "mixed"])
     ap.add_argument("source", help="Banking77 rows (choice, noul) or AFINN-en-165.txt (score)")
     ap.add_argument("--skip", type=int, default=0, help="leave out the first N rows (choice, noul)")
     ap.add_argument("--rows", type=int, default=0, help="write N rows (choice, noul; 0: all)")
@@ -91,7 +99,7 @@ def main():
     ap.add_argument("--reverse", action="store_true", help="score: the rubric from the most positive level down (level 0 = +5), to measure position bias")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    for row in {"choice": choice, "noul": noul, "score": score}[args.kind](args):
+    for row in {"choice": choice, "noul": noul, "score": score, "mixed": mixed}[args.kind](args):
         sys.stdout.write(json.dumps(row) + "\n")
 
 
