@@ -85,6 +85,12 @@ def score(args):
         levels, instructions = SCORE_LEVELS[::-1], "How positive or negative is the sentiment of this word?"
     for w, rating in picked:
         label = rating + 5 if not args.reverse else 5 - rating
+        if args.as_rows:
+            # The same question as a row of the contract (options "0" … "10", as a typed score is
+            # decided): PriDe estimates its letter prior for 11 options from these.
+            yield {"id": "afinn-" + w, "state": {"word": w}, "question": instructions,
+                   "options": [{"id": str(i), "description": l} for i, l in enumerate(levels)], "label": str(label)}
+            continue
         q = {"type": "score", "instructions": instructions, "criteria": levels, "label": label}
         yield {"id": "afinn-" + w, "state": {"word": w}, "questions": {"sentiment": q}}
 
@@ -97,6 +103,7 @@ def main():
     ap.add_argument("--rows", type=int, default=0, help="write N rows (choice, noul; 0: all)")
     ap.add_argument("--per-level", type=int, default=20, help="words of each rating (score)")
     ap.add_argument("--reverse", action="store_true", help="score: the rubric from the most positive level down (level 0 = +5), to measure position bias")
+    ap.add_argument("--as-rows", action="store_true", help="score: write rows of the contract (options \"0\" … \"10\") instead of typed rows, for PriDe's prior (jev decide --debias pride --prior FILE --prior-only)")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     for row in {"choice": choice, "noul": noul, "score": score, "mixed": mixed}[args.kind](args):
