@@ -48,6 +48,9 @@ type Summary struct {
 	// Rows is the input lines of the shard written (decisions and error records); Skipped
 	// those a resumed run found done.
 	Rows, Decided, Errors, Skipped int
+	// Typed counts the decisions that are typed rows' (AnswersRecord): each labelled answer of
+	// one counts in Labelled and Correct as a labelled decision does.
+	Typed int
 	// Labelled decisions, and those right; RawCorrect those whose raw choice (under bias
 	// control: Debiased) was right.
 	Labelled, Correct, RawCorrect int
@@ -108,6 +111,7 @@ func (s *Summary) Add(res *gojev.Result) {
 func (s *Summary) addAnswers(r *AnswersRecord) {
 	s.Rows++
 	s.Decided++
+	s.Typed++
 	s.PromptTokens += r.Usage.InputTokens
 	for _, a := range r.Answers {
 		if a.Correct == nil {

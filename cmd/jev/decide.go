@@ -299,7 +299,14 @@ func (s *summary) print(w io.Writer) {
 		fmt.Fprintf(w, ", skipped %d already in the output", s.Skipped)
 	}
 	if s.Labelled > 0 {
-		fmt.Fprintf(w, ", accuracy %.1f%% (%d/%d labelled)", 100*float64(s.Correct)/float64(s.Labelled), s.Correct, s.Labelled)
+		what := "labelled"
+		switch {
+		case s.Typed > 0 && s.Typed == s.Decided:
+			what = "labelled questions"
+		case s.Typed > 0:
+			what = "labelled rows and questions"
+		}
+		fmt.Fprintf(w, ", accuracy %.1f%% (%d/%d %s)", 100*float64(s.Correct)/float64(s.Labelled), s.Correct, s.Labelled, what)
 		if s.Debiased {
 			fmt.Fprintf(w, ", raw %.1f%%", 100*float64(s.RawCorrect)/float64(s.Labelled))
 		}

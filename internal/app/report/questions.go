@@ -33,8 +33,9 @@ type QuestionMetrics struct {
 	BaselineAccuracy float64  `json:"baseline_accuracy,omitempty"`
 	ECE              float64  `json:"ece,omitempty"`
 
-	AUROC float64 `json:"auroc,omitempty"`
-	Brier float64 `json:"brier,omitempty"`
+	// AUROC is nil when the labels are all true or all false (no pair to rank).
+	AUROC *float64 `json:"auroc,omitempty"`
+	Brier float64  `json:"brier,omitempty"`
 	// BaseRate is the share of labelled nouls that are true.
 	BaseRate float64 `json:"base_rate,omitempty"`
 
@@ -108,7 +109,10 @@ func questionMetrics(recs []*batch.AnswersRecord) []QuestionMetrics {
 					brier += p * p
 				}
 			}
-			m.AUROC = calibrate.AUROC(pos, neg)
+			if len(pos) > 0 && len(neg) > 0 {
+				auc := calibrate.AUROC(pos, neg)
+				m.AUROC = &auc
+			}
 			_, m.ECE = calibrate.Reliability(ps, ys)
 			m.Brier = brier / float64(len(labelled))
 			m.Accuracy, m.AccuracyCI = shareRight(right)
@@ -248,7 +252,11 @@ func writeQuestions(w io.Writer, runs []RunReport) {
 			case q.Type == "choice":
 				figs = fmt.Sprintf("accuracy %.1f%% [%.1f, %.1f] (majority %.1f%%), ECE %.3f", 100*q.Accuracy, 100*q.AccuracyCI.Low, 100*q.AccuracyCI.High, 100*q.BaselineAccuracy, q.ECE)
 			case q.Type == "noul":
-				figs = fmt.Sprintf("AUROC %.3f (0.5), ECE %.3f, Brier %.3f, accuracy@0.5 %.1f%% (majority %.1f%%)", q.AUROC, q.ECE, q.Brier, 100*q.Accuracy, 100*q.BaselineAccuracy)
+				auc := "n/a (one class)"
+				if q.AUROC != nil {
+					auc = fmt.Sprintf("%.3f (0.5)", *q.AUROC)
+				}
+				figs = fmt.Sprintf("AUROC %s, ECE %.3f, Brier %.3f, accuracy@0.5 %.1f%% (majority %.1f%%)", auc, q.ECE, q.Brier, 100*q.Accuracy, 100*q.BaselineAccuracy)
 			case q.Type == "score":
 				figs = fmt.Sprintf("MAE %.3f (median %.3f), Spearman ρ %.3f (0), exact %.1f%% (most frequent %.1f%%)", q.MAE, q.BaselineMAE, q.Spearman, 100*q.Exact, 100*q.BaselineAccuracy)
 			}

@@ -47,7 +47,8 @@ func TestQuestionMetrics(t *testing.T) {
 	n, s, c, u := ms[0], ms[1], ms[2], ms[3]
 	assert.Equal(t, "noul", n.Type)
 	assert.Equal(t, 4, n.Labelled)
-	assert.InDelta(t, 1.0, n.AUROC, 1e-12, "every positive above every negative")
+	require.NotNil(t, n.AUROC)
+	assert.InDelta(t, 1.0, *n.AUROC, 1e-12, "every positive above every negative")
 	assert.InDelta(t, (0.01+0.04+0.09+0.36)/4, n.Brier, 1e-12)
 	assert.InDelta(t, 0.75, n.Accuracy, 1e-12)
 	assert.InDelta(t, 0.5, n.BaseRate, 1e-12)

@@ -27,7 +27,9 @@ type RunReport struct {
 	LlamaCpp string   `json:"llama_cpp,omitempty"`
 	NThreads int      `json:"n_threads,omitempty"`
 	Metrics
-	// Questions are the typed rows' figures, per named question (none without typed rows).
+	// Typed counts the file's typed rows; Questions are their figures, per named question
+	// (none without typed rows).
+	Typed     int               `json:"typed_rows,omitempty"`
 	Questions []QuestionMetrics `json:"questions,omitempty"`
 	// Paired compares the run with the report's first run (nil for the first).
 	Paired *Paired `json:"paired,omitempty"`
@@ -45,7 +47,7 @@ type Report struct {
 func Build(runs []*Run) *Report {
 	rep := &Report{Generated: time.Now().UTC()}
 	for i, r := range runs {
-		rr := RunReport{Name: r.Name, Variant: r.Variant, Path: r.Path, Metrics: Compute(r), Questions: questionMetrics(r.Answers)}
+		rr := RunReport{Name: r.Name, Variant: r.Variant, Path: r.Path, Metrics: Compute(r), Typed: len(r.Answers), Questions: questionMetrics(r.Answers)}
 		if m := r.Meta; m != nil {
 			rr.Contract, rr.Args, rr.Jev, rr.LlamaCpp, rr.NThreads = m.PromptVersion, m.Args, m.Jev, m.LlamaCpp, m.NThreads
 			rr.Method = string(m.Debias)
@@ -83,6 +85,10 @@ func (rep *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-28s %6s %20s %8s %6s %6s %10s %8s %8s %8s\n", "run", "rows", "accuracy (95% CI)", "macro-F1", "ECE", "Brier", "top letter", "p50 s", "p95 s", "dec/s")
 	for _, r := range rep.Runs {
+		if len(r.Questions) > 0 && r.Labelled == 0 && r.Rows == r.Errors+r.Typed {
+			fmt.Fprintf(&b, "%-28s %6d  typed rows only: their questions' figures are below\n", truncate(r.Name, 28), r.Rows)
+			continue
+		}
 		acc := "n/a"
 		if r.Labelled > 0 {
 			acc = fmt.Sprintf("%.1f%% [%.1f, %.1f]", 100*r.Accuracy, 100*r.AccuracyCI.Low, 100*r.AccuracyCI.High)
