@@ -138,11 +138,11 @@ knockout: build model
 	python3 scripts/cut-options.py 8 < $(KO_OUT)/b77-77.jsonl > $(KO_OUT)/b77-8.jsonl
 	head -n $(KO_SUB) $(KO_OUT)/b77-77.jsonl > $(KO_OUT)/b77-77-sub.jsonl
 	set -e; m="$$(./scripts/fetch-model.sh)"; d() { $(JEV) decide -m "$$m" -t $(THREADS) -q --resume "$$@"; }; \
-	d -i $(KO_OUT)/b77-8.jsonl -o $(KO_OUT)/cut8.jsonl; \
-	d -i $(KO_OUT)/b77-16.jsonl -o $(KO_OUT)/cut16.jsonl; \
-	d -i $(KO_OUT)/b77-77.jsonl -o $(KO_OUT)/knockout.jsonl; \
-	d --debias pride --prior $(KO_OUT)/prior.json -i $(KO_OUT)/b77-77-sub.jsonl -o $(KO_OUT)/knockout-pride-sub.jsonl; \
-	d --knockout-grouping length -i $(KO_OUT)/b77-77-sub.jsonl -o $(KO_OUT)/knockout-length-sub.jsonl; \
+	d --debias none -i $(KO_OUT)/b77-8.jsonl -o $(KO_OUT)/cut8.jsonl; \
+	d --debias none -i $(KO_OUT)/b77-16.jsonl -o $(KO_OUT)/cut16.jsonl; \
+	d --debias none --many knockout -i $(KO_OUT)/b77-77.jsonl -o $(KO_OUT)/knockout.jsonl; \
+	d --debias pride --many knockout --prior $(KO_OUT)/prior.json -i $(KO_OUT)/b77-77-sub.jsonl -o $(KO_OUT)/knockout-pride-sub.jsonl; \
+	d --debias none --many knockout --knockout-grouping length -i $(KO_OUT)/b77-77-sub.jsonl -o $(KO_OUT)/knockout-length-sub.jsonl; \
 	d --contract binary -i $(KO_OUT)/b77-77-sub.jsonl -o $(KO_OUT)/binary-sub.jsonl
 	$(JEV) report $(KO_OUT)/knockout.jsonl=knockout $(KO_OUT)/cut16.jsonl=cut16 $(KO_OUT)/cut8.jsonl=cut8 --json $(KO_OUT)/report.json
 	$(JEV) report $(KO_OUT)/knockout.jsonl=knockout $(KO_OUT)/knockout-pride-sub.jsonl=knockout-pride $(KO_OUT)/knockout-length-sub.jsonl=knockout-length $(KO_OUT)/binary-sub.jsonl=binary

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -302,4 +303,27 @@ func (d *Decider) contextual(r *request, res *Result) (*Result, error) {
 		db.Probabilities = append(db.Probabilities, q)
 	}
 	return finishDebiased(r, res, db), nil
+}
+
+// wantsStoredPrior reports whether a Decider under these options reads the stored PriDe prior
+// when it is given none: PriDe or the default bias control, under a direct contract, with
+// neither a Prior nor a calibration profile's.
+func (o Options) wantsStoredPrior() bool {
+	return (o.Debias == debias.PriDe || o.Debias == debias.Default) && o.Contract.lettered() &&
+		(o.Calibration == nil || o.Calibration.Prior == nil)
+}
+
+// storedPrior is the stored prior (debias.DefaultStore: kept by earlier runs, or shipped) for
+// the model file at path and a contract; nil when there is none. A store that cannot be read
+// is logged and passed over.
+func storedPrior(path, promptVersion string) *debias.Prior {
+	id, err := ModelIdentity(path, "")
+	if err != nil {
+		return nil
+	}
+	p, err := debias.DefaultStore().Load(id, promptVersion)
+	if err != nil {
+		slog.Warn("gojev: the stored PriDe prior cannot be read; passing over it", "err", err)
+	}
+	return p
 }

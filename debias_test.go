@@ -11,6 +11,7 @@ import (
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
+	"github.com/gojev/gojev/internal/testenv"
 )
 
 // positionLogprobs are a raw result's log-probabilities over its listed options, by position.
@@ -194,4 +195,46 @@ func sum(v []float64) float64 {
 		return 0
 	}
 	return t
+}
+
+// TestOpenReadsTheStoredPrior: with the zero Options, Open reads the prior the store keeps for
+// the model (debias.DefaultStore), and a row of an option count it holds is decided under
+// PriDe, exactly as with that prior given; a row of another count is decided raw, as under
+// debias.None, which ignores the store.
+func TestOpenReadsTheStoredPrior(t *testing.T) {
+	t.Setenv("GOJEV_PRIORS", t.TempDir())
+	model := testenv.SmallModel(t)
+	id, err := gojev.ModelIdentity(model, "")
+	require.NoError(t, err)
+	stored := &debias.Prior{Method: debias.PriDe, Reference: debias.Reference, PromptVersion: contract.PromptVersion, Model: id,
+		ByOptions: map[int]debias.LetterPrior{5: {Letters: "ABCDE", Prior: []float64{0.1, 0.4, 0.2, 0.2, 0.1}, SampleRows: 10}}}
+	require.NoError(t, debias.DefaultStore().Add(stored))
+
+	rows := exampleRows(t)[:2]
+	require.Len(t, rows[0].Options, 5)
+	three := rows[1]
+	three.Options = three.Options[:3]
+	three.Label = ""
+	d := openDefault(t, gojev.Options{})
+	require.NotNil(t, d.Prior())
+	assert.Equal(t, stored.ByOptions, d.Prior().ByOptions)
+	given := openDefault(t, gojev.Options{Debias: debias.PriDe, Prior: stored})
+	raw := openDefault(t, gojev.Options{Debias: debias.None})
+	assert.Nil(t, raw.Prior(), "debias.None reads no store")
+
+	ctx := context.Background()
+	res, err := d.Decide(ctx, rows[0])
+	require.NoError(t, err)
+	require.NotNil(t, res.Debias)
+	want, err := given.Decide(ctx, rows[0])
+	require.NoError(t, err)
+	assert.Equal(t, want.Debias.Scores, res.Debias.Scores)
+	assert.Equal(t, want.Chosen, res.Chosen)
+
+	res, err = d.Decide(ctx, three)
+	require.NoError(t, err)
+	assert.Nil(t, res.Debias, "no prior for 3 options: the raw scores")
+	want, err = raw.Decide(ctx, three)
+	require.NoError(t, err)
+	assert.Equal(t, want.Options, res.Options)
 }

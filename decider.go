@@ -81,6 +81,7 @@ func New(ctx context.Context, rt backend.Backend, opts Options) (*Decider, error
 
 // newDecider is New for options already checked.
 func newDecider(ctx context.Context, rt backend.Backend, opts Options) (*Decider, error) {
+	opts = opts.following(opts.Calibration)
 	d := &Decider{opts: opts, rt: rt}
 	if err := d.startupChecks(ctx); err != nil {
 		return nil, err

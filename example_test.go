@@ -214,7 +214,8 @@ func Example_calibrated() {
 // Here 20 options: two groups of 10, the best 8 of each survive into a final pass of 16.
 func Example_knockout() {
 	ctx := context.Background()
-	d, err := gojev.Open(ctx, modelFile, gojev.Options{Runtime: backend.InProcessOptions{NThreads: 2}})
+	d, err := gojev.Open(ctx, modelFile, gojev.Options{Knockout: gojev.KnockoutOptions{Method: gojev.ManyKnockout},
+		Runtime: backend.InProcessOptions{NThreads: 2}}) // the default decides such rows under the binary contract
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func manyOptions(n int) []contract.Option {
 // decideScripted decides one knockout row of opts (groups in file order) on rt.
 func decideScripted(t *testing.T, rt *scripted, opts []contract.Option, label string) *gojev.Result {
 	t.Helper()
-	d, err := gojev.New(context.Background(), rt, gojev.Options{Knockout: gojev.KnockoutOptions{Grouping: knockout.File}})
+	d, err := gojev.New(context.Background(), rt, gojev.Options{Knockout: gojev.KnockoutOptions{Method: gojev.ManyKnockout, Grouping: knockout.File}})
 	require.NoError(t, err)
 	defer d.Close()
 	res, err := d.Decide(context.Background(), contract.Row{ID: "r", State: "s", Question: "q", Options: opts, Label: label})
@@ -159,7 +159,8 @@ func checkDistribution(t *testing.T, res *gojev.Result, n int) {
 // options is a row error.
 func TestKnockoutOnTheSmallModel(t *testing.T) {
 	ctx := context.Background()
-	d := openDefault(t, gojev.Options{})
+	// The default bias control, with no prior for the small model: raw passes.
+	d := openDefault(t, gojev.Options{Knockout: gojev.KnockoutOptions{Method: gojev.ManyKnockout}})
 	for _, n := range []int{17, 33, 256} {
 		row := contract.Row{ID: fmt.Sprintf("n%d", n), State: map[string]any{"message": "I was charged twice."}, Question: "Which option?", Options: manyOptions(n), Label: "o03"}
 		res, err := d.Decide(ctx, row)
@@ -219,7 +220,7 @@ func mustAtoi(t *testing.T, s string) int {
 func TestKnockoutWithPriDeAndBinaryOnTheSmallModel(t *testing.T) {
 	ctx := context.Background()
 	row := contract.Row{ID: "n33", State: map[string]any{"message": "My card does not work abroad."}, Question: "Which option?", Options: manyOptions(33), Label: "o07"}
-	d := openDefault(t, gojev.Options{Debias: debias.PriDe})
+	d := openDefault(t, gojev.Options{Debias: debias.PriDe, Knockout: gojev.KnockoutOptions{Method: gojev.ManyKnockout}})
 	prior, outs, err := d.EstimatePrior(ctx, []contract.Row{row})
 	require.NoError(t, err)
 	require.Len(t, outs, 1)
@@ -275,7 +276,7 @@ func (r *recording) NextToken(ctx context.Context, prompt, ids []int32) (backend
 // batch run killed then lost every row of its window.)
 func TestKnockoutRowsFinishInOrder(t *testing.T) {
 	rt := &recording{scripted: &scripted{Scores: map[string]float64{}}}
-	d, err := gojev.New(context.Background(), rt, gojev.Options{})
+	d, err := gojev.New(context.Background(), rt, gojev.Options{Knockout: gojev.KnockoutOptions{Method: gojev.ManyKnockout}})
 	require.NoError(t, err)
 	defer d.Close()
 	rt.mu.Lock()
@@ -305,4 +306,41 @@ func TestKnockoutRowsFinishInOrder(t *testing.T) {
 	for i := range 3 {
 		assert.Less(t, final[fmt.Sprintf("row-%d", i)], first[fmt.Sprintf("row-%d", i+2)], "row %d's final pass before row %d starts: %v", i, i+2, rt.log)
 	}
+}
+
+// TestManyOptionsBinaryByDefault: with the zero Options a row of more than 16 options is
+// decided under the binary contract, one yes/no prompt per option, exactly as a Binary
+// Decider decides it; rows of 16 stay direct. A runtime that cannot spell yes and no fails
+// only such rows, with the binary contract's start-up error.
+func TestManyOptionsBinaryByDefault(t *testing.T) {
+	ctx := context.Background()
+	row := contract.Row{ID: "n17", State: map[string]any{"message": "My card does not work abroad."}, Question: "Which option?", Options: manyOptions(17), Label: "o07"}
+	d := openDefault(t, gojev.Options{})
+	res, err := d.Decide(ctx, row)
+	require.NoError(t, err)
+	assert.Equal(t, contract.BinaryPromptVersion, res.PromptVersion)
+	assert.Nil(t, res.Knockout)
+	assert.Nil(t, res.Debias, "the direct contract's bias control does not apply")
+	require.Len(t, res.Candidates, 17)
+	b := openDefault(t, gojev.Options{Contract: gojev.Binary})
+	want, err := b.Decide(ctx, row)
+	require.NoError(t, err)
+	assert.Equal(t, want.Chosen, res.Chosen)
+	for i := range want.Candidates {
+		assert.Equal(t, want.Candidates[i].PromptSHA256, res.Candidates[i].PromptSHA256)
+		assert.InDelta(t, want.Candidates[i].PYes, res.Candidates[i].PYes, 1e-6)
+	}
+	sixteen := row
+	sixteen.Options = row.Options[:16]
+	res, err = d.Decide(ctx, sixteen)
+	require.NoError(t, err)
+	assert.Equal(t, contract.PromptVersion, res.PromptVersion)
+
+	s, err := gojev.New(ctx, &scripted{}, gojev.Options{})
+	require.NoError(t, err, "a runtime without yes/no tokens still serves the direct contract")
+	defer s.Close()
+	_, err = s.Decide(ctx, row)
+	assert.ErrorIs(t, err, contract.ErrBinarySlot)
+	_, err = s.Decide(ctx, sixteen)
+	assert.NoError(t, err)
 }

@@ -39,16 +39,44 @@ func (d *Decider) begin(ctx context.Context, row contract.Row, method debias.Met
 		return nil, err
 	}
 	seq := d.next.Add(1)
-	if len(row.Options) > contract.MaxOptions && d.opts.Contract.lettered() {
+	if len(row.Options) > contract.MaxOptions && d.opts.Contract.lettered() && !d.opts.manyBinary() {
 		return d.beginKnockout(ctx, seq, row, method, permute)
 	}
 	return d.beginRow(ctx, seq, row, method, permute, d.opts.Detect)
+}
+
+// rowMethod is the bias control a row of k options gets under method: debias.Default becomes
+// PriDe where the Decider holds a prior for k (under a direct contract), else debias.None; a
+// row decided under the binary contract by a direct Decider (more than 16 options,
+// ManyBinary) gets none of the direct contract's.
+func (d *Decider) rowMethod(method debias.Method, k int) debias.Method {
+	switch {
+	case d.binaryRow(k):
+		return debias.None
+	case method != debias.Default:
+		return method
+	case d.opts.Contract.lettered() && k > 1:
+		if _, ok := d.prior.Load().For(k); ok {
+			return debias.PriDe
+		}
+	}
+	return debias.None
+}
+
+// binaryRow reports whether a row of k options is decided under the binary contract by a
+// Decider of a direct contract (more than 16 options, KnockoutOptions.Method ManyBinary).
+func (d *Decider) binaryRow(k int) bool {
+	return k > contract.MaxOptions && d.opts.Contract.lettered() && d.opts.manyBinary()
 }
 
 // beginRow is begin for a valid row of at most contract.MaxOptions options under a lettered
 // contract (any count under Binary), with or without the detector's prompt; seq is the
 // request's place in the scheduler's order (a knockout's passes share their row's).
 func (d *Decider) beginRow(ctx context.Context, seq uint64, row contract.Row, method debias.Method, permute int, detect bool) (*request, error) {
+	method = d.rowMethod(method, len(row.Options))
+	if d.binaryRow(len(row.Options)) && d.bslotsErr != nil {
+		return nil, fmt.Errorf("%d options are decided under %s, and %w", len(row.Options), contract.BinaryPromptVersion, d.bslotsErr)
+	}
 	r := &request{seq: seq, row: row, start: time.Now(), method: method}
 	if method == debias.PriDe {
 		if _, ok := d.prior.Load().For(len(row.Options)); !ok && len(row.Options) > 1 {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/knockout"
@@ -138,6 +139,9 @@ func (d *Decider) endKnockout(ctx context.Context, r *request) (*Result, error) 
 	out.Debias = nil // each pass's bias control is in its Pass; the row's is the distribution's
 	out.Knockout = &Knockout{Grouping: ko.plan.Grouping, Seed: d.opts.Knockout.Seed, Keep: ko.plan.Keep,
 		Scoring: d.opts.Scoring(contract.MaxOptions), Passes: passes}
+	if d.opts.Debias == debias.Default && res.Debias == nil {
+		out.Knockout.Scoring = calibrate.ScoringRaw // no prior was at hand for the final pass
+	}
 	ids := make([]string, n)
 	for i, o := range r.row.Options {
 		ids[i] = o.ID

@@ -11,10 +11,14 @@ import (
 // Open loads the GGUF model at path into this process (backend.OpenInProcess: the file is
 // validated by package gguf before llama.cpp reads it) and returns a Decider that owns it, as
 // New does after the start-up checks. Loading takes seconds; ctx is checked before and after.
-// Options.Runtime.Plugins are loaded first (llama.LoadBackend). Errors wrap ErrOptions,
+// Options.Runtime.Plugins are loaded first (llama.LoadBackend). Under PriDe or the default bias
+// control without a Prior (nor a calibration profile's), the stored prior for the file is
+// used (debias.DefaultStore: the file's sha256 is read from its .verified stamp, else hashed,
+// about a second a GB). Errors wrap ErrOptions,
 // backend.ErrOptions, llama.ErrBackendLoad, backend.ErrNoDevice, llama.ErrLoad, backend.ErrNoTemplate,
 // render.ErrTemplate, llama.ErrContext, or the contract's start-up errors (see New).
 func Open(ctx context.Context, path string, opts Options) (*Decider, error) {
+	opts = opts.following(opts.Calibration)
 	if err := checkOptions(opts); err != nil {
 		return nil, err
 	}
@@ -24,6 +28,9 @@ func Open(ctx context.Context, path string, opts Options) (*Decider, error) {
 	rt, err := backend.OpenInProcess(path, opts.Runtime)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Prior == nil && opts.wantsStoredPrior() {
+		opts.Prior = storedPrior(path, opts.Contract.String())
 	}
 	d, err := newDecider(ctx, rt, opts) // opts checked above
 	if err != nil {

@@ -79,17 +79,22 @@ var (
 	ErrClosed = llama.ErrClosed
 )
 
-// Options configure a Decider. The zero value decides under the direct contract with no bias
-// control, on the model's own chat template, with llama.cpp's defaults.
+// Options configure a Decider. The zero value is the measured best at about the raw cost: the
+// direct contract, PriDe wherever a prior is at hand (debias.Default), rows of more than 16
+// options under the binary contract (ManyBinary), the model's own chat template and
+// llama.cpp's defaults.
 type Options struct {
 	// Contract is the prompt contract every row is decided under (default Direct).
 	Contract Contract
 	// Debias is the bias control every row gets (package debias); the prompts never change:
-	// debias.None (default); debias.PriDe (Direct: one decode per row, debiased with the
-	// letter prior for its option count from Prior or SetPrior, which EstimatePrior
-	// estimates); debias.Cyclic (Direct: every row under all k cyclic permutations of its
-	// options); debias.Contextual (Binary: each candidate's p_yes calibrated against
-	// content-free evidence, three extra prompts per question and candidate, cached).
+	// debias.Default (the zero value: PriDe under the direct contracts wherever a prior for
+	// the row's option count is at hand, from Prior, a Calibration profile's, SetPrior,
+	// or the stored priors, debias.DefaultStore, which Open reads; else the raw scores);
+	// debias.None (the raw scores only); debias.PriDe (Direct: one decode per row, debiased
+	// with the letter prior for its option count, an error without one); debias.Cyclic
+	// (Direct: every row under all k cyclic permutations of its options); debias.Contextual
+	// (Binary: each candidate's p_yes calibrated against content-free evidence, three extra
+	// prompts per question and candidate, cached).
 	Debias debias.Method
 	// Prior is PriDe's letter prior (a prior file, debias.LoadPrior), used under debias.PriDe.
 	// Without one, a Calibration profile's prior is used.
@@ -119,7 +124,7 @@ type Options struct {
 	DetectThreshold  float64
 	AbstainOnSuspect bool
 	// Knockout configures how rows of 17 to 256 options are decided under the direct
-	// contract (KnockoutOptions; the zero value shuffles the options into groups with seed 0).
+	// contract (KnockoutOptions; the zero value decides them under the binary contract).
 	Knockout KnockoutOptions
 
 	// Runtime configures the in-process runtime Open creates: llama.cpp's n_ctx, n_batch,
@@ -137,7 +142,7 @@ func (o Options) check() error {
 		return fmt.Errorf("%w: unknown contract %d", ErrOptions, int(o.Contract))
 	}
 	switch {
-	case o.Debias == debias.None:
+	case o.Debias == debias.Default || o.Debias == debias.None:
 	case (o.Debias == debias.PriDe || o.Debias == debias.Cyclic) && o.Contract.lettered():
 	case o.Debias == debias.Contextual && o.Contract == Binary:
 	default:
@@ -146,6 +151,9 @@ func (o Options) check() error {
 	}
 	if o.Permute < 0 || (o.Permute > 1 && o.Debias != debias.Cyclic && o.Debias != debias.PriDe) {
 		return fmt.Errorf("%w: Permute %d needs debias.Cyclic or debias.PriDe (direct contract)", ErrOptions, o.Permute)
+	}
+	if m := o.Knockout.Method; m != "" && m != ManyBinary && m != ManyKnockout {
+		return fmt.Errorf("%w: Knockout.Method %q: want %q or %q", ErrOptions, m, ManyBinary, ManyKnockout)
 	}
 	if g := o.Knockout.Grouping; g != "" && !slices.Contains(knockout.Groupings, g) {
 		return fmt.Errorf("%w: Knockout.Grouping %q: want one of %v", ErrOptions, g, knockout.Groupings)
@@ -171,11 +179,34 @@ func (o Options) check() error {
 // prompt version, with a map for their scoring (ProfileScoring). Errors wrap
 // calibrate.ErrMismatch, or are p.For's.
 func (o Options) CheckProfile(p *calibrate.Profile) error {
+	o = o.following(p)
 	if p.PromptVersion != o.Contract.String() {
 		return fmt.Errorf("%w: it was fitted on %s decisions, and this run decides under %s", calibrate.ErrMismatch, p.PromptVersion, o.Contract)
 	}
 	_, err := p.For(o.ProfileScoring(p))
 	return err
+}
+
+// following is o with its bias control following a calibration profile: under debias.Default,
+// a profile with a map for the raw scores (of rows or knockouts) and none for PriDe's makes every row raw
+// (debias.None), so that the profile serves every row. Other options are o.
+func (o Options) following(p *calibrate.Profile) Options {
+	if o.Debias != debias.Default || p == nil || !o.Contract.lettered() {
+		return o
+	}
+	holds := func(scorings ...string) bool {
+		for _, s := range scorings {
+			if _, err := p.For(s); err == nil {
+				return true
+			}
+		}
+		return false
+	}
+	pride, raw := calibrate.ScoringPriDe, calibrate.ScoringRaw
+	if !holds(pride, calibrate.KnockoutScoring(pride)) && holds(raw, calibrate.KnockoutScoring(raw)) {
+		o.Debias = debias.None
+	}
+	return o
 }
 
 // Scorings names the scorings these options give results: rows of at most 16 options
@@ -192,6 +223,7 @@ func (o Options) Scorings() []string {
 // the scoring whose map and abstention threshold a run with these options reads (a profile
 // fitted on knockout rows serves knockout rows).
 func (o Options) ProfileScoring(p *calibrate.Profile) string {
+	o = o.following(p)
 	for _, s := range o.Scorings() {
 		if _, err := p.For(s); err == nil {
 			return s
@@ -208,6 +240,9 @@ func (o Options) ProfileScoring(p *calibrate.Profile) string {
 // (and at most 16).
 func (o Options) Scoring(k int) string {
 	if k > contract.MaxOptions && o.Contract.lettered() {
+		if o.manyBinary() {
+			return calibrate.ScoringBinary
+		}
 		return calibrate.KnockoutScoring(o.Scoring(contract.MaxOptions))
 	}
 	if k <= 0 {
@@ -217,8 +252,16 @@ func (o Options) Scoring(k int) string {
 	if o.Debias == debias.Cyclic && (shifts == 0 || shifts > k) {
 		shifts = k
 	}
-	return calibrate.ScoringOf(o.Contract == Binary, o.Debias, shifts, k, false)
+	method := o.Debias
+	if method == debias.Default && o.Contract.lettered() {
+		method = debias.PriDe // where a prior is at hand: the scoring a profile is fitted for
+	}
+	return calibrate.ScoringOf(o.Contract == Binary, method, shifts, k, false)
 }
+
+// manyBinary reports whether rows of more than 16 options are decided under the binary
+// contract (KnockoutOptions.Method).
+func (o Options) manyBinary() bool { return o.Knockout.Method != ManyKnockout }
 
 // validate and checkOptions are Row.Validate and Options.check, as variables so that a test
 // can count how often a decision validates its row and Open its options (once each).
@@ -231,14 +274,26 @@ var (
 // (Options.DetectThreshold 0).
 const DefaultDetectThreshold = 0.5
 
-// KnockoutOptions configure how a Decider decides rows of more options than one direct prompt
-// lists (17 to 256; package knockout): the options are split into balanced groups of at most
-// 16 (Grouping: knockout.Shuffle, the default, knockout.File or knockout.Length; Seed seeds
-// the shuffle), each group is decided as a row of its own, the best of each group survive,
-// and the survivors are decided in a final pass. Every pass is an ordinary direct-options-v1
-// (or guarded) prompt under the Decider's bias control. The binary contract needs no
-// knockout: it decides any count, one prompt per option.
+// KnockoutOptions configure how a Decider under a direct contract decides rows of more
+// options than one direct prompt lists (17 to 256). Method picks the scheme:
+//   - ManyBinary (the default, ""): binary-candidates-v1, one yes/no prompt per option ranked
+//     by p_yes, as under Options.Contract Binary; the direct contract's bias control does not
+//     apply (a row's result says binary-candidates-v1). Measured best: docs/many-options.md.
+//   - ManyKnockout: package knockout. The options are split into balanced groups of at most
+//     16 (Grouping: knockout.Shuffle, the default, knockout.File or knockout.Length; Seed
+//     seeds the shuffle), each group is decided as a row of its own, the best of each group
+//     survive, and the survivors are decided in a final pass. Every pass is an ordinary
+//     direct-options-v1 (or guarded) prompt under the Decider's bias control.
+//
+// The binary contract needs neither: it decides any count, one prompt per option.
 type KnockoutOptions struct {
+	Method   string
 	Grouping string
 	Seed     uint64
 }
+
+// KnockoutOptions.Method values.
+const (
+	ManyBinary   = "binary"
+	ManyKnockout = "knockout"
+)

@@ -10,7 +10,8 @@ import (
 )
 
 // Render renders a row's prompts under the Decider's contract without decoding them: one
-// under Direct, one per option under Binary, in option order. Each is checked as a decision
+// under Direct, one per option under Binary (and for a row of more than 16 options under
+// Direct with KnockoutOptions.Method ManyBinary), in option order. Each is checked as a decision
 // checks it: the row is valid (contract.Row.Validate), no message contains special-token text
 // (backend.CheckSpecialText), and the answer boundary holds (contract.VerifyBoundary,
 // contract.VerifyBinaryBoundary). Errors wrap contract.ErrRow, backend.ErrSpecialText,
@@ -25,16 +26,20 @@ func (d *Decider) Render(ctx context.Context, row Row) ([]Prompt, error) {
 // render is Render for a row already validated (a decision's row, its permutations and
 // knockout passes: begin validates the row once).
 func (d *Decider) render(ctx context.Context, row Row) ([]Prompt, error) {
+	c := d.opts.Contract
+	if d.binaryRow(len(row.Options)) {
+		c = Binary
+	}
 	tok := backend.Tokenizer(ctx, d.rt)
 	var out []Prompt
-	switch d.opts.Contract {
+	switch c {
 	case Direct, Guarded, Spotlight:
 		evidence, err := contract.EvidenceJSON(row.State)
 		if err != nil {
 			return nil, err
 		}
 		messages := contract.DirectMessagesReusing
-		switch d.opts.Contract {
+		switch c {
 		case Guarded:
 			messages = contract.GuardedMessages
 		case Spotlight:

@@ -430,13 +430,13 @@ func (d *Decider) score(j *job) *Result {
 		d.stats.prompts.Add(1)
 		d.stats.promptTokens.Add(int64(p.NTokens))
 		return res
-	case d.opts.Contract.lettered():
+	case d.opts.Contract.lettered() && !d.binaryRow(len(j.row.Options)):
 		p := j.prompts[0]
 		scores, chosen := contract.ScoreReadout(p.readout.Logprobs, p.readout.Logits, d.slots, j.row.Options)
 		res.PromptVersion, res.PromptSHA256 = d.opts.Contract.String(), p.SHA256
 		res.Chosen, res.ChosenLetter, res.Options = scores[chosen].ID, scores[chosen].Letter, scores
 		res.Probability = scores[chosen].Probability
-	case d.opts.Contract == Binary:
+	default: // Binary, or a direct Decider's row of more than 16 options (ManyBinary)
 		res.PromptVersion = contract.BinaryPromptVersion
 		res.Candidates = make([]contract.CandidateScore, len(j.prompts))
 		for i, p := range j.prompts {

@@ -64,7 +64,7 @@ var importRules = map[string][]string{
 	"batch":                {"", "backend", "calibrate", "contract", "debias", "knockout", "pyjson", "systemone", "internal/atomicfile", "internal/jsonl", "internal/version"},
 	"calibrate":            {"debias", "internal/atomicfile"},
 	"contract":             {"pyjson"},
-	"debias":               {"internal/atomicfile"},
+	"debias":               {"internal/atomicfile", "internal/cache"},
 	"gguf":                 {},
 	"knockout":             {"debias"},
 	"llama":                {"gguf", "render"},

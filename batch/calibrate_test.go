@@ -23,7 +23,9 @@ func TestRunFileOptions(t *testing.T) {
 		meta batch.RunFile
 		want gojev.Options
 	}{
-		{batch.RunFile{PromptVersion: contract.PromptVersion}, gojev.Options{Contract: gojev.Direct, Knockout: gojev.KnockoutOptions{Grouping: "shuffle"}}},
+		// Written before PriDe was the default: no debias is the raw scores.
+		{batch.RunFile{PromptVersion: contract.PromptVersion}, gojev.Options{Contract: gojev.Direct, Debias: debias.None, Knockout: gojev.KnockoutOptions{Grouping: "shuffle"}}},
+		{batch.RunFile{PromptVersion: contract.PromptVersion, Debias: "default"}, gojev.Options{Contract: gojev.Direct, Debias: debias.Default, Knockout: gojev.KnockoutOptions{Grouping: "shuffle"}}},
 		{batch.RunFile{PromptVersion: contract.BinaryPromptVersion, Debias: debias.Contextual},
 			gojev.Options{Contract: gojev.Binary, Debias: debias.Contextual, Knockout: gojev.KnockoutOptions{Grouping: "shuffle"}}},
 		{batch.RunFile{PromptVersion: contract.GuardedPromptVersion, Debias: debias.PriDe, Permute: 2, AbstainBelow: 0.4,
@@ -96,4 +98,14 @@ func TestCalibrateFile(t *testing.T) {
 	assert.Equal(t, "Calibration", se.Field)
 	assert.ErrorIs(t, err, calibrate.ErrMismatch)
 	assert.NoFileExists(t, filepath.Join(dir, "x.jsonl"))
+}
+
+// A run file spells the default bias control "default", and reads it back as debias.Default.
+func TestRunFileDefaultDebias(t *testing.T) {
+	var m batch.RunFile
+	m.SetOptions(gojev.Options{})
+	assert.Equal(t, debias.Method("default"), m.Debias)
+	assert.Equal(t, debias.Default, m.Options().Debias)
+	m.SetOptions(gojev.Options{Debias: debias.None})
+	assert.Equal(t, debias.None, m.Options().Debias)
 }

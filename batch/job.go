@@ -108,8 +108,9 @@ func (e *SetupError) Unwrap() error { return e.Err }
 type PriorStep int
 
 const (
-	// PriorFromFile: the prior was read from Job.PriorFile. The prior of the run resumed,
-	// and one the caller gave in Options.Prior, are taken without an event.
+	// PriorFromFile: the prior was read from Job.PriorFile, or under debias.Default from the
+	// store (Stored: debias.DefaultStore's File, and the priors gojev ships). The prior of the
+	// run resumed, and one the caller gave in Options.Prior, are taken without an event.
 	PriorFromFile PriorStep = iota
 	// PriorFromProfile: the prior was read from the calibration profile
 	// (Options.Calibration.Prior).
@@ -118,8 +119,12 @@ const (
 	PriorEstimating
 	// PriorEstimated: the prior was estimated, in PriorEvent.Elapsed.
 	PriorEstimated
-	// PriorSaved: the estimated prior was saved to Job.PriorFile.
+	// PriorSaved: the estimated prior was saved to Job.PriorFile, or kept in the store
+	// (Stored; File is the store's file).
 	PriorSaved
+	// PriorNone: under debias.Default, no prior is at hand for the option counts in Raw
+	// (too few rows to estimate one, none stored): their rows get the raw scores.
+	PriorNone
 )
 
 // PriorEvent is what Job.OnPrior hears.
@@ -133,6 +138,15 @@ type PriorEvent struct {
 	SampleRows, Prompts, Rows int
 	// Elapsed is the estimation's wall time (PriorEstimated).
 	Elapsed time.Duration
+	// Stored, File: the prior was read from or kept in the store (debias.DefaultStore), in
+	// File (PriorFromFile, PriorSaved under debias.Default).
+	Stored bool
+	File   string
+	// Raw are the option counts without a prior (PriorNone).
+	Raw []int
+	// Err is a store that could not be read (PriorFromFile: passed over, the prior estimated
+	// again) or written (PriorSaved); the run goes on.
+	Err error
 }
 
 // Start is what Job.OnStart is told before the first row is decided.
@@ -176,13 +190,14 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 		}
 	}
 	pride := opts.Debias == debias.PriDe
+	auto := usesDefaultPrior(opts)
 	if j.Open == nil && j.Decider == nil {
 		return Summary{}, errors.New("batch: a Job needs Open or a Decider")
 	}
 	if j.Resume && j.Output == "" {
 		return Summary{}, &SetupError{"Resume", errors.New("a resumed run needs its results file (Output)")}
 	}
-	in, closeIn, err := j.input(pride)
+	in, closeIn, err := j.input(pride || auto)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -208,13 +223,19 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 		}
 		defer d.Close()
 	}
+	opts.Debias = d.Options().Debias // the default follows a calibration profile of the raw scores
+	pride, auto = opts.Debias == debias.PriDe, usesDefaultPrior(opts)
 	meta, err := j.newRunFile(d, opts)
 	if err != nil {
 		return Summary{}, err
 	}
 	var decided map[int]gojev.Outcome // PriDe's estimation sample, decided already
-	if pride {
-		if meta.Prior, decided, err = j.prior(ctx, d, opts, in, *meta.Model); err != nil {
+	if pride || auto {
+		find := j.prior
+		if auto {
+			find = j.defaultPrior
+		}
+		if meta.Prior, decided, err = find(ctx, d, opts, in, *meta.Model); err != nil {
 			return Summary{}, err
 		}
 		if j.PriorOnly {
@@ -423,7 +444,7 @@ func (j *Job) newRunFile(d *gojev.Decider, opts gojev.Options) (*RunFile, error)
 	if rt, ok := d.Runtime().(backend.DeviceLister); ok && meta.Devices == nil {
 		meta.Devices, meta.Plugins = rt.Devices() // backend.InProcess: the devices that decide
 	}
-	prof, pride := opts.Calibration, opts.Debias == debias.PriDe
+	prof, pride := opts.Calibration, opts.Debias == debias.PriDe || usesDefaultPrior(opts)
 	if prof != nil {
 		meta.Calibration = &RunCalibration{File: j.CalibrationFile, SHA256: prof.SHA256}
 	}
@@ -451,7 +472,7 @@ func (j *Job) profileName() string { return cmp.Or(j.CalibrationFile, "the calib
 
 // runKnockout is what a run file records of the knockout grouping (nil at the default).
 func runKnockout(k gojev.KnockoutOptions) *gojev.KnockoutOptions {
-	if (k.Grouping == "" || k.Grouping == knockout.Shuffle) && k.Seed == 0 {
+	if (k.Method == "" || k.Method == gojev.ManyBinary) && (k.Grouping == "" || k.Grouping == knockout.Shuffle) && k.Seed == 0 {
 		return nil
 	}
 	k.Grouping = cmp.Or(k.Grouping, knockout.Shuffle)
@@ -485,7 +506,7 @@ func (j *Job) prior(ctx context.Context, d *gojev.Decider, opts gojev.Options, i
 	}
 	frac := cmp.Or(j.SampleFraction, debias.DefaultSampleFraction)
 	minRows := cmp.Or(j.SampleMinRows, debias.DefaultMinSampleRows)
-	rows, lines, total, err := priorSample(f, frac, minRows)
+	rows, lines, total, err := priorSample(f, frac, minRows, nil)
 	if err != nil {
 		return nil, nil, err
 	}

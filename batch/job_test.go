@@ -3,8 +3,10 @@ package batch_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -277,4 +279,72 @@ func inputLines(t *testing.T, path string) []int {
 		lines = append(lines, r.Line)
 	}
 	return lines
+}
+
+// Under the default bias control (the zero Options) a run estimates PriDe's prior for each
+// option count whose sample is at most half its rows, keeps it in the store for later runs,
+// and decides the rows of the other counts raw; a later run reads the store and estimates
+// nothing; --debias none decides every row raw.
+func TestJobDefaultPriorIsStored(t *testing.T) {
+	t.Setenv("GOJEV_PRIORS", t.TempDir())
+	dir := t.TempDir()
+	var b strings.Builder
+	for i := 1; i <= 24; i++ {
+		b.WriteString(rowLine(fmt.Sprintf("a%d", i), 3) + "\n")
+	}
+	for i := 1; i <= 5; i++ {
+		b.WriteString(rowLine(fmt.Sprintf("b%d", i), 4) + "\n")
+	}
+	rows := filepath.Join(dir, "rows.jsonl")
+	require.NoError(t, os.WriteFile(rows, []byte(b.String()), 0o644))
+	var events []batch.PriorEvent
+	run := func(name string, opts gojev.Options) []*batch.Record {
+		events = nil
+		job := batch.Job{Input: rows, Output: filepath.Join(dir, name), Open: openSmall(t), Options: opts, SampleMinRows: 4,
+			OnPrior: func(ev batch.PriorEvent) { events = append(events, ev) }}
+		_, err := job.Run(context.Background())
+		require.NoError(t, err)
+		return readRecords(t, job.Output)
+	}
+	steps := func() (out []batch.PriorStep) {
+		for _, ev := range events {
+			out = append(out, ev.Step)
+		}
+		return out
+	}
+
+	recs := run("cold.jsonl", gojev.Options{})
+	assert.Equal(t, []batch.PriorStep{batch.PriorEstimating, batch.PriorEstimated, batch.PriorSaved, batch.PriorNone}, steps())
+	assert.Equal(t, 4, events[0].SampleRows, "a sample of the 3-option rows only")
+	assert.Equal(t, []int{4}, events[3].Raw)
+	assert.True(t, events[2].Stored)
+	require.NoError(t, events[2].Err)
+	kept, err := debias.LoadPrior(events[2].File)
+	require.NoError(t, err)
+	assert.Equal(t, []int{3}, slices.Sorted(maps.Keys(kept.ByOptions)))
+	for _, r := range recs {
+		if len(r.Options) == 3 {
+			require.NotNil(t, r.Debias, r.ID)
+			assert.Equal(t, debias.PriDe, r.Debias.Method)
+		} else {
+			assert.Nil(t, r.Debias, "no prior for 4 options: raw")
+		}
+	}
+	meta, err := batch.ReadRunFile(batch.RunFilePath(filepath.Join(dir, "cold.jsonl")))
+	require.NoError(t, err)
+	assert.Equal(t, debias.Method("default"), meta.Debias)
+
+	warm := run("warm.jsonl", gojev.Options{})
+	assert.Equal(t, []batch.PriorStep{batch.PriorFromFile, batch.PriorNone}, steps(), "the stored prior: nothing estimated")
+	for i, r := range warm {
+		if len(r.Options) == 3 && !recs[i].Debias.PriorSample {
+			assert.Equal(t, recs[i].Chosen, r.Chosen, r.ID)
+			assert.Equal(t, recs[i].Debias.Scores, r.Debias.Scores, r.ID)
+		}
+	}
+
+	for _, r := range run("raw.jsonl", gojev.Options{Debias: debias.None}) {
+		assert.Nil(t, r.Debias, r.ID)
+	}
+	assert.Empty(t, events)
 }

@@ -2,9 +2,14 @@ package batch
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"time"
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/contract"
@@ -16,25 +21,26 @@ import (
 // for each option count k ≥ 2, debias.SampleIndices among the valid rows with k options
 // (fraction of them, at least minRows, evenly spaced; debias.DefaultSampleFraction and
 // DefaultMinSampleRows are PriDe's). It returns the rows with their line numbers, in file
-// order, and the number of valid rows with two or more options, and rewinds r.
-func priorSample(r io.ReadSeeker, fraction float64, minRows int) (rows []contract.Row, lines []int, total int, err error) {
+// order, and the number of valid rows with two or more options, and rewinds r. want, when
+// set, keeps only the option counts it returns true for.
+func priorSample(r io.ReadSeeker, fraction float64, minRows int, want func(k int) bool) (rows []contract.Row, lines []int, total int, err error) {
 	byK := map[int][]int{}
 	if err := scanRows(r, func(line []byte, lineNo int) {
-		if row, err := contract.ParseRow(line); err == nil && len(row.Options) > 1 {
+		if row, err := contract.ParseRow(line); err == nil && len(row.Options) > 1 && (want == nil || want(len(row.Options))) {
 			byK[len(row.Options)] = append(byK[len(row.Options)], lineNo)
 			total++
 		}
 	}); err != nil {
 		return nil, nil, 0, err
 	}
-	want := map[int]bool{}
+	pick := map[int]bool{}
 	for _, ls := range byK {
 		for _, i := range debias.SampleIndices(len(ls), fraction, minRows) {
-			want[ls[i]] = true
+			pick[ls[i]] = true
 		}
 	}
 	if err := scanRows(r, func(line []byte, lineNo int) {
-		if want[lineNo] {
+		if pick[lineNo] {
 			row, _ := contract.ParseRow(line)
 			rows, lines = append(rows, row), append(lines, lineNo)
 		}
@@ -76,4 +82,114 @@ func scanRows(r io.ReadSeeker, fn func(line []byte, lineNo int)) error {
 	}
 	_, err := r.Seek(0, io.SeekStart)
 	return err
+}
+
+// usesDefaultPrior reports whether a run under opts finds PriDe's prior as debias.Default
+// does (Job.defaultPrior): the default bias control under a direct contract.
+func usesDefaultPrior(opts gojev.Options) bool {
+	return opts.Debias == debias.Default && opts.Contract != gojev.Binary
+}
+
+// defaultPrior finds the prior a run under debias.Default decides with, option count by
+// option count, and sets it: a given prior, PriorFile or the calibration profile's as under
+// PriDe (prior); else, for each option count of the input, the prior the store keeps
+// (debias.DefaultStore: what earlier runs estimated); else one estimated from the input's
+// sample when the sample is at most half of that count's rows (then kept in the store); else
+// the prior gojev ships for the model; else none, and those rows get the raw scores
+// (PriorEvent.Raw). A shard estimates nothing: it reads the store or decides raw.
+func (j *Job) defaultPrior(ctx context.Context, d *gojev.Decider, opts gojev.Options, in io.Reader, model debias.ModelID) (*debias.Prior, map[int]gojev.Outcome, error) {
+	if opts.Prior != nil || j.PriorFile != "" || (opts.Calibration != nil && opts.Calibration.Prior != nil) {
+		return j.prior(ctx, d, opts, in, model)
+	}
+	f, ok := in.(io.ReadSeeker) // input spooled it
+	if !ok {
+		return nil, nil, errors.New("PriDe: the estimation reads the rows twice, and the input cannot be rewound")
+	}
+	promptVersion := opts.Contract.String()
+	store := debias.DefaultStore()
+	kept, err := store.Kept(model, promptVersion)
+	if err != nil {
+		j.tell(PriorEvent{Step: PriorFromFile, Err: err}) // passed over: estimated again, and replaced
+		kept = nil
+	}
+	shipped := debias.Shipped(model.SHA256, promptVersion)
+	frac := cmp.Or(j.SampleFraction, debias.DefaultSampleFraction)
+	minRows := cmp.Or(j.SampleMinRows, debias.DefaultMinSampleRows)
+	counts, err := rowCounts(f)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := &debias.Prior{Method: debias.PriDe, Reference: debias.Reference, PromptVersion: promptVersion, Model: model,
+		ByOptions: map[int]debias.LetterPrior{}}
+	estimate := map[int]bool{}
+	var fromStore, fromShipped, raw []int
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		n := counts[k]
+		if _, ok := kept.For(k); ok {
+			out.ByOptions[k] = kept.ByOptions[k]
+			fromStore = append(fromStore, k)
+			continue
+		}
+		if j.Shard.All() && 2*len(debias.SampleIndices(n, frac, minRows)) <= n {
+			estimate[k] = true
+			continue
+		}
+		if _, ok := shipped.For(k); ok {
+			out.ByOptions[k] = shipped.ByOptions[k]
+			fromShipped = append(fromShipped, k)
+			continue
+		}
+		raw = append(raw, k)
+	}
+	if len(fromStore)+len(fromShipped) > 0 {
+		j.tell(PriorEvent{Step: PriorFromFile, Prior: out, Stored: true, File: store.Path(model, promptVersion)})
+	}
+	var byLine map[int]gojev.Outcome
+	if len(estimate) > 0 {
+		rows, lines, total, err := priorSample(f, frac, minRows, func(k int) bool { return estimate[k] })
+		if err != nil {
+			return nil, nil, err
+		}
+		ev := PriorEvent{Step: PriorEstimating, SampleRows: len(rows), Rows: total}
+		for _, r := range rows {
+			ev.Prompts += len(r.Options)
+		}
+		j.tell(ev)
+		start := time.Now()
+		est, outs, err := estimateOn(ctx, d, rows, lines)
+		if err != nil {
+			return nil, nil, fmt.Errorf("PriDe: estimating the prior: %w", err)
+		}
+		est.Model, byLine = model, outs
+		j.tell(PriorEvent{Step: PriorEstimated, Prior: est, Elapsed: time.Since(start)})
+		for k, lp := range est.ByOptions {
+			out.ByOptions[k] = lp
+		}
+		if err := store.Add(est); err != nil {
+			j.tell(PriorEvent{Step: PriorSaved, Stored: true, Err: err})
+		} else if p := store.Path(model, promptVersion); p != "" {
+			j.tell(PriorEvent{Step: PriorSaved, Prior: est, Stored: true, File: p})
+		}
+	}
+	if len(raw) > 0 {
+		j.tell(PriorEvent{Step: PriorNone, Raw: raw})
+	}
+	if len(out.ByOptions) == 0 {
+		d.SetPrior(nil)
+		return nil, byLine, nil
+	}
+	d.SetPrior(out)
+	return out, byLine, nil
+}
+
+// rowCounts counts the input's valid rows of each option count from 2 to 16 (a knockout's
+// passes and binary rows need no prior of their own count), and rewinds r.
+func rowCounts(r io.ReadSeeker) (map[int]int, error) {
+	counts := map[int]int{}
+	err := scanRows(r, func(line []byte, _ int) {
+		if row, err := contract.ParseRow(line); err == nil && len(row.Options) > 1 && len(row.Options) <= contract.MaxOptions {
+			counts[len(row.Options)]++
+		}
+	})
+	return counts, err
 }

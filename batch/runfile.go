@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -170,6 +171,11 @@ func (a *RunFile) Disagrees(b *RunFile) string {
 		}
 		return m.Calibration.SHA256
 	}
+	many := func(m *RunFile) gojev.KnockoutOptions {
+		k := m.KnockoutOptions()
+		k.Method = cmp.Or(k.Method, gojev.ManyBinary)
+		return k
+	}
 	n := func(m *RunFile) int {
 		s, _ := ParseShard(m.Shard, nil)
 		return s.N
@@ -179,10 +185,10 @@ func (a *RunFile) Disagrees(b *RunFile) string {
 		return "models"
 	case a.PromptVersion != b.PromptVersion:
 		return "contracts (prompt_version)"
-	case a.Debias != b.Debias || a.Permute != b.Permute:
+	case a.Options().Debias != b.Options().Debias || a.Permute != b.Permute:
 		return "bias control (--debias, --permute)"
-	case a.KnockoutOptions() != b.KnockoutOptions():
-		return "knockout grouping (--knockout-grouping, --knockout-seed)"
+	case many(a) != many(b):
+		return "schemes for rows of more than 16 options (--many, --knockout-grouping, --knockout-seed)"
 	case (a.Detect == nil) != (b.Detect == nil) || (a.Detect != nil && *a.Detect != *b.Detect):
 		return "injection detection (--detect, --detect-threshold, --abstain-on-suspect)"
 	case cal(a) != cal(b) || a.AbstainBelow != b.AbstainBelow:
@@ -201,7 +207,14 @@ func (a *RunFile) Disagrees(b *RunFile) string {
 // bias control, abstention, the injection detector and the knockout grouping. They choose
 // the scoring a calibration profile serves the run's records with (Options.ProfileScoring).
 func (m *RunFile) Options() gojev.Options {
-	opts := gojev.Options{Debias: m.Debias, Permute: m.Permute, AbstainBelow: m.AbstainBelow, Knockout: m.KnockoutOptions()}
+	method := m.Debias
+	switch method {
+	case runDefault:
+		method = debias.Default
+	case "":
+		method = debias.None // a run file written before the default was PriDe's
+	}
+	opts := gojev.Options{Debias: method, Permute: m.Permute, AbstainBelow: m.AbstainBelow, Knockout: m.KnockoutOptions()}
 	for _, c := range []gojev.Contract{gojev.Binary, gojev.Guarded, gojev.Spotlight} {
 		if m.PromptVersion == c.String() {
 			opts.Contract = c
@@ -218,16 +231,26 @@ func (m *RunFile) Options() gojev.Options {
 // default). Options reads them back.
 func (m *RunFile) SetOptions(opts gojev.Options) {
 	m.PromptVersion, m.Debias, m.Permute, m.AbstainBelow = opts.Contract.String(), opts.Debias, opts.Permute, opts.AbstainBelow
+	if m.Debias == debias.Default {
+		m.Debias = runDefault
+	}
 	m.Detect, m.Knockout = nil, runKnockout(opts.Knockout)
 	if opts.Detect {
 		m.Detect = &RunDetect{PromptVersion: contract.DetectPromptVersion, Threshold: opts.DetectThreshold, Abstain: opts.AbstainOnSuspect}
 	}
 }
 
-// KnockoutOptions is the run's knockout setting, the default spelled out.
+// runDefault is how a run file spells debias.Default (the zero Method, which it writes as
+// "default" so that a run file of the raw scores written before, with none, still reads
+// as debias.None).
+const runDefault debias.Method = "default"
+
+// KnockoutOptions is the run's setting for rows of more than 16 options, the default spelled
+// out.
 func (m *RunFile) KnockoutOptions() gojev.KnockoutOptions {
-	if m.Knockout == nil {
-		return gojev.KnockoutOptions{Grouping: knockout.Shuffle}
+	k := gojev.KnockoutOptions{Grouping: knockout.Shuffle}
+	if m.Knockout != nil {
+		k = *m.Knockout
 	}
-	return *m.Knockout
+	return k
 }

@@ -271,3 +271,33 @@ func TestScoringOf(t *testing.T) {
 	assert.Equal(t, "binary", ScoringOf(true, debias.None, 0, 8, false))
 	assert.Equal(t, "contextual", ScoringOf(true, debias.Contextual, 0, 8, false))
 }
+
+// SmallestBudget is the least budget SGR certifies: SGR meets it and refuses 0.001 less. On
+// 60 rows all right it is the Clopper–Pearson bound of 0 errors in the 30 rows of SGR's first
+// threshold (the median: a smaller budget fails there and the search moves to fewer rows),
+// 1 − (δ/6)^(1/30) with 6 steps, rounded up; on rows all wrong nothing is certified.
+func TestSmallestBudget(t *testing.T) {
+	var right, wrong, mixed []Point
+	for i := range 60 {
+		c := 0.3 + float64(i)/100
+		right = append(right, Point{Confidence: c, Right: true})
+		wrong = append(wrong, Point{Confidence: c})
+		mixed = append(mixed, Point{Confidence: c, Right: i%4 != 0})
+	}
+	for _, pts := range [][]Point{right, mixed} {
+		e, err := SmallestBudget(pts, 0.1)
+		require.NoError(t, err)
+		require.Less(t, e, 1.0)
+		_, err = SGR(pts, e, 0.1)
+		assert.NoError(t, err)
+		_, err = SGR(pts, e-0.001, 0.1)
+		assert.ErrorIs(t, err, ErrBudget)
+	}
+	e, _ := SmallestBudget(right, 0.1)
+	assert.Equal(t, math.Ceil(1000*(1-math.Pow(0.1/6, 1.0/30)))/1000, e)
+	e, err := SmallestBudget(wrong, 0.1)
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, e)
+	_, err = SmallestBudget(nil, 0.1)
+	assert.ErrorIs(t, err, ErrNoRows)
+}

@@ -190,6 +190,17 @@ func (p *Profile) Threshold(scoring string, maxError, confidence float64) (Thres
 	return SGR(sc.Points, maxError, 1-confidence)
 }
 
+// SmallestBudget is the smallest error budget a scoring's fitting rows certify at a confidence
+// (SmallestBudget over its points): --max-error below it is refused. Errors: ErrMismatch
+// without that scoring.
+func (p *Profile) SmallestBudget(scoring string, confidence float64) (float64, error) {
+	sc, err := p.For(scoring)
+	if err != nil {
+		return 0, err
+	}
+	return SmallestBudget(sc.Points, 1-confidence)
+}
+
 // validate checks the format and every map.
 func (p *Profile) validate() error {
 	if p.Format != Format {

@@ -217,3 +217,27 @@ func binomialCDF(k, n int, p float64) float64 {
 	}
 	return min(total, 1)
 }
+
+// SmallestBudget is the smallest error budget SGR certifies on points at confidence 1−δ: the
+// least E in (0, 1) for which SGR(points, E, δ) finds a threshold, to three decimals (rounded
+// up, so that SGR meets the budget returned). A budget below it is refused (ErrBudget); 1 when
+// no budget below 1 is certified. Errors: ErrNoRows without points.
+func SmallestBudget(points []Point, delta float64) (float64, error) {
+	if len(points) == 0 {
+		return 0, fmt.Errorf("%w: no fitting rows to choose a threshold from", ErrNoRows)
+	}
+	ok := func(e float64) bool { _, err := SGR(points, e, delta); return err == nil }
+	if !ok(0.999) {
+		return 1, nil
+	}
+	lo, hi := 0, 999 // thousandths: ok(hi/1000) holds, and E = lo/1000 is below the least
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if ok(float64(mid) / 1000) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return float64(hi) / 1000, nil
+}

@@ -34,8 +34,14 @@ import (
 type Method string
 
 const (
-	// None decides from one prompt and reports the raw scores only.
-	None Method = ""
+	// Default is the zero Method, the measured best at about the raw cost: PriDe under the
+	// direct contracts wherever a prior for the row's option count is at hand (given, read
+	// from a calibration profile, estimated from the run's own sample, or stored: Store),
+	// else the raw scores; the raw scores under the binary contract. A row decided without a
+	// prior says so by carrying no debias record.
+	Default Method = ""
+	// None decides from one prompt and reports the raw scores only (jev's --debias none).
+	None Method = "none"
 	// PriDe debiases one decode per row with an estimated letter prior (Zheng et al. 2024).
 	PriDe Method = "pride"
 	// Cyclic averages each option's log-probability over all k cyclic permutations.

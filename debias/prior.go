@@ -47,6 +47,9 @@ type LetterPrior struct {
 	Letters    string    `json:"letters"`     // "ABCDEFGH" for 8 options
 	Prior      []float64 `json:"prior"`       // one probability per letter, summing to 1
 	SampleRows int       `json:"sample_rows"` // rows it was estimated from, each under k cyclic permutations
+	// Source names the rows it was estimated from, where they are not the run's own (a
+	// shipped prior, Shipped).
+	Source string `json:"source,omitempty"`
 }
 
 // Prior is PriDe's letter prior for one model and contract, one LetterPrior per option count.

@@ -29,6 +29,6 @@ python3 scripts/typed-rows.py noul "$B77/test-8opt.jsonl" --skip 200 --rows 200 
 python3 scripts/typed-rows.py score "$afinn" --per-level 20 > "$OUT/score.jsonl"
 python3 scripts/typed-rows.py score "$afinn" --per-level 20 --reverse > "$OUT/score-rev.jsonl"
 for k in noul score score-rev choice; do
-  bin/jev decide -m "$model" -t "$THREADS" -q --resume -i "$OUT/$k.jsonl" -o "$OUT/$k-out.jsonl"
+  bin/jev decide -m "$model" -t "$THREADS" -q --resume --debias none -i "$OUT/$k.jsonl" -o "$OUT/$k-out.jsonl"
 done
 bin/jev report "$OUT/choice-out.jsonl=choice" "$OUT/noul-out.jsonl=noul" "$OUT/score-out.jsonl=score" "$OUT/score-rev-out.jsonl=score-reversed" --json "$OUT/report.json"

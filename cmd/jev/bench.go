@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/internal/app/bench"
 	"github.com/gojev/gojev/internal/cli"
 )
@@ -170,7 +171,7 @@ func runServeBench(ctx context.Context, mf *modelFlags, in string, limit, client
 	if len(rows) == 0 {
 		return cli.Usage(fmt.Errorf("-i %s: no typed rows", in))
 	}
-	d, err := mf.open(ctx, stderr, gojev.Options{})
+	d, err := mf.open(ctx, stderr, gojev.Options{Debias: debias.None})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
@@ -26,7 +27,7 @@ type biasFlags struct {
 }
 
 func (b *biasFlags) register(fs *cli.FlagSet) {
-	cli.String(fs, &b.debias, "debias", "", "bias `method`: pride (direct: PriDe, a letter prior estimated without labels from a 5% sample under all cyclic permutations, then one decode per row; Zheng et al., ICLR 2024) or contextual (binary: p_yes calibrated against content-free evidence; Zhao et al., ICML 2021). The raw scores stay in every record")
+	cli.String(fs, &b.debias, "debias", "", "bias `method`: pride (direct: PriDe, a letter prior estimated without labels from a 5% sample under all cyclic permutations, then one decode per row; Zheng et al., ICLR 2024), contextual (binary: p_yes calibrated against content-free evidence; Zhao et al., ICML 2021) or none (the raw scores). Default, under the direct contract: PriDe with the prior stored for this model and option count (earlier runs keep theirs under ~/.cache/gojev/priors), else one estimated from this input when its sample is at most half its rows, else the raw scores for those rows. The raw scores stay in every record")
 	cli.String(fs, &b.permute, "permute", "", "`cyclic` or N: decide every row under all k cyclic permutations of its options (cyclic), or N evenly spaced ones, and average each option's log-probability (k or N decodes a row, sharing their prefix); with --debias pride, N > 1 divides the prior out of each permutation before averaging")
 	cli.String(fs, &b.priorFile, "prior", "", "PriDe's prior `file` (JSON): read it when it exists (no estimation), else estimate the prior and save it there, to reuse for this model and contract")
 	cli.Bool(fs, &b.priorOnly, "prior-only", "with --debias pride --prior FILE: estimate the prior from the input's sample, save it to FILE and stop, deciding nothing (the first step of a sharded run: every --shard then reads FILE); when FILE exists, only check it")
@@ -52,14 +53,19 @@ func (b *biasFlags) method(c gojev.Contract) (debias.Method, error) {
 	if !(b.sampleFrac > 0 && b.sampleFrac <= 1) {
 		return "", cli.Usage(fmt.Errorf("--pride-sample %v: want a fraction in (0, 1]", b.sampleFrac))
 	}
-	m := debias.None
+	m := debias.Default
 	switch {
 	case b.debias == "pride":
 		m = debias.PriDe
 	case b.debias == "contextual":
 		m = debias.Contextual
+	case b.debias == "none":
+		m = debias.None
+		if b.permute != "" {
+			return "", cli.Usage(errors.New("--debias none decides from one prompt a row: drop --permute"))
+		}
 	case b.debias != "":
-		return "", cli.Usage(fmt.Errorf("--debias %q: want pride (direct contract) or contextual (binary contract)", b.debias))
+		return "", cli.Usage(fmt.Errorf("--debias %q: want pride (direct contract), contextual (binary contract) or none", b.debias))
 	case b.permute != "":
 		m = debias.Cyclic
 	}
@@ -69,8 +75,8 @@ func (b *biasFlags) method(c gojev.Contract) (debias.Method, error) {
 	if m == debias.Contextual && c != gojev.Binary {
 		return "", cli.Usage(errors.New("--debias contextual calibrates the binary contract's yes/no readout (--contract binary); the direct contract has --debias pride"))
 	}
-	if b.priorFile != "" && m != debias.PriDe {
-		return "", cli.Usage(errors.New("--prior FILE holds PriDe's prior: use it with --debias pride"))
+	if b.priorFile != "" && m != debias.PriDe && (m != debias.Default || c == gojev.Binary) {
+		return "", cli.Usage(errors.New("--prior FILE holds PriDe's prior: use it with --debias pride (or the direct contract's default)"))
 	}
 	return m, nil
 }
@@ -81,7 +87,7 @@ func (b *biasFlags) method(c gojev.Contract) (debias.Method, error) {
 func (b *biasFlags) checkShard(m debias.Method, part batch.Shard, out string, resume bool) error {
 	if b.priorOnly {
 		switch {
-		case m != debias.PriDe || b.priorFile == "":
+		case (m != debias.PriDe && m != debias.Default) || b.priorFile == "":
 			return cli.Usage(errors.New("--prior-only estimates PriDe's prior into a file: give --debias pride --prior FILE"))
 		case !part.All():
 			return cli.Usage(errors.New("--prior-only estimates the prior every shard shares, from the whole input: drop --shard"))
@@ -90,8 +96,8 @@ func (b *biasFlags) checkShard(m debias.Method, part batch.Shard, out string, re
 		}
 		return nil
 	}
-	if part.All() || m != debias.PriDe {
-		return nil
+	if part.All() || (m != debias.PriDe && (m != debias.Default || b.priorFile == "")) {
+		return nil // under the default, a shard without --prior reads the stored prior, or decides raw
 	}
 	file := b.priorFile
 	if file == "" {
@@ -112,8 +118,14 @@ func (b *biasFlags) report(w io.Writer, ev batch.PriorEvent, profile string) {
 	switch ev.Step {
 	case batch.PriorFromFile, batch.PriorFromProfile:
 		from := b.priorFile
-		if ev.Step == batch.PriorFromProfile {
+		switch {
+		case ev.Err != nil:
+			fmt.Fprintf(w, "jev decide: warning: PriDe: the stored prior cannot be read (%v); estimating it again\n", ev.Err)
+			return
+		case ev.Step == batch.PriorFromProfile:
 			from = "the calibration profile " + profile
+		case ev.Stored:
+			from = "the stored priors (" + ev.File + ", and gojev's shipped ones)"
 		}
 		fmt.Fprintf(w, "jev decide: PriDe: prior read from %s: %s\n", from, ev.Prior)
 	case batch.PriorEstimating:
@@ -125,6 +137,19 @@ func (b *biasFlags) report(w io.Writer, ev batch.PriorEvent, profile string) {
 	case batch.PriorEstimated:
 		fmt.Fprintf(w, "jev decide: PriDe: prior estimated in %.1fs: %s\n", ev.Elapsed.Seconds(), ev.Prior)
 	case batch.PriorSaved:
-		fmt.Fprintf(w, "jev decide: PriDe: prior saved to %s (reuse it with --prior for this model and contract)\n", b.priorFile)
+		switch {
+		case ev.Err != nil:
+			fmt.Fprintf(w, "jev decide: warning: PriDe: the prior cannot be stored for later runs: %v\n", ev.Err)
+		case ev.Stored:
+			fmt.Fprintf(w, "jev decide: PriDe: prior kept in %s: later runs with this model and option count read it (--debias none: the raw scores)\n", ev.File)
+		default:
+			fmt.Fprintf(w, "jev decide: PriDe: prior saved to %s (reuse it with --prior for this model and contract)\n", b.priorFile)
+		}
+	case batch.PriorNone:
+		ks := make([]string, len(ev.Raw))
+		for i, k := range ev.Raw {
+			ks[i] = strconv.Itoa(k)
+		}
+		fmt.Fprintf(w, "jev decide: PriDe: no prior for rows of %s options (too few to estimate one without the cost of --permute cyclic, and none stored): they get the raw scores; a run over 20 or more such rows estimates and stores one\n", strings.Join(ks, ", "))
 	}
 }

@@ -62,7 +62,7 @@ func TestPriDeThroughTheCLI(t *testing.T) {
 	dir := t.TempDir()
 	prior := filepath.Join(dir, "prior.json")
 
-	code, _, stderr := jev(t, "", withModel(t, "decide", "-i", rows, "-o", filepath.Join(dir, "raw.jsonl"))...)
+	code, _, stderr := jev(t, "", withModel(t, "decide", "-i", rows, "-o", filepath.Join(dir, "raw.jsonl"), "--debias", "none")...)
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stderr, "the model is choosing a position, not an option")
 	assert.Contains(t, stderr, "--debias pride")
@@ -120,6 +120,27 @@ func TestPriDeThroughTheCLI(t *testing.T) {
 		}
 	}
 
+	// With no bias flag jev decide estimates the same prior from the same sample, keeps it in
+	// the store, and decides as --debias pride did; a second run reads the store.
+	store := t.TempDir()
+	t.Setenv("GOJEV_PRIORS", store)
+	code, _, stderr = jev(t, "", withModel(t, "decide", "-i", rows, "-o", filepath.Join(dir, "default.jsonl"))...)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "estimating the letter prior from 10 rows")
+	assert.Contains(t, stderr, "prior kept in "+store)
+	for i, r := range readResults(t, filepath.Join(dir, "default.jsonl")) {
+		require.NotNil(t, r.Debias, "row %d", i)
+		assert.Equal(t, pride[i].Chosen, r.Chosen, "row %d", i)
+		assert.Equal(t, pride[i].Debias.PriorSample, r.Debias.PriorSample, "row %d", i)
+	}
+	code, _, stderr = jev(t, "", withModel(t, "decide", "-i", rows, "-o", filepath.Join(dir, "default2.jsonl"))...)
+	require.Equal(t, 0, code, stderr)
+	assert.NotContains(t, stderr, "estimating")
+	assert.Contains(t, stderr, "prior read from the stored priors")
+	for i, r := range readResults(t, filepath.Join(dir, "default2.jsonl")) {
+		assert.Equal(t, p8, r.Debias.Prior, "row %d: the stored prior", i)
+	}
+
 	// jev report reads both files: the PriDe run and its raw choices, side by side.
 	code, stdout, stderr := jev(t, "", "report", filepath.Join(dir, "raw.jsonl"), filepath.Join(dir, "pride.jsonl")+"=PriDe",
 		"--html", filepath.Join(dir, "r.html"), "--json", filepath.Join(dir, "r.json"))
@@ -157,7 +178,11 @@ func TestBiasFlagsAreChecked(t *testing.T) {
 		{[]string{"--permute", "2", "--contract", "binary"}, "the binary contract has --debias contextual"},
 		{[]string{"--abstain-below", "1.5"}, "want a probability in [0, 1]"},
 		{[]string{"--calibration", "missing.json"}, "--calibration: open missing.json"},
-		{[]string{"--prior", "p.json"}, "use it with --debias pride"},
+		{[]string{"--prior", "p.json", "--debias", "none"}, "use it with --debias pride"},
+		{[]string{"--debias", "none", "--permute", "2"}, "combines only with --debias pride"},
+		{[]string{"--debias", "raw"}, "or none"},
+		{[]string{"--knockout-grouping", "length"}, "add --many knockout"},
+		{[]string{"--many", "all"}, "want binary or knockout"},
 		{[]string{"--debias", "pride", "--pride-sample", "0"}, "fraction in (0, 1]"},
 		{[]string{"--format", "html"}, "want text or jsonl"},
 	} {

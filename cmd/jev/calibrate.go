@@ -192,8 +192,12 @@ func (c *calibrationFlags) threshold(p *calibrate.Profile, opts *gojev.Options, 
 	if c.maxError == 0 {
 		return nil
 	}
-	th, err := p.Threshold(opts.ProfileScoring(p), c.maxError, c.confidence)
+	scoring := opts.ProfileScoring(p)
+	th, err := p.Threshold(scoring, c.maxError, c.confidence)
 	if err != nil {
+		if least, lerr := p.SmallestBudget(scoring, c.confidence); lerr == nil && least < 1 {
+			return cli.Usage(fmt.Errorf("--max-error %v: the profile's fitting rows certify --max-error %.3f or more at confidence %.2g: %w", c.maxError, least, c.confidence, err))
+		}
 		return cli.Usage(fmt.Errorf("--max-error %v: %w", c.maxError, err))
 	}
 	opts.AbstainBelow = th.Probability

@@ -177,7 +177,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	var bar *progressbar.ProgressBar
 	started := false
 	// Under PriDe the rows were read (spooled) before the run starts: no stdin hint then.
-	stdinHint := in == "" && isTerminal(r) && method != debias.PriDe
+	stdinHint := in == "" && isTerminal(r) && method != debias.PriDe && method != debias.Default
 	job.OnStart = func(s batch.Start) {
 		started = true
 		if !quiet {

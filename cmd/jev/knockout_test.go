@@ -33,7 +33,7 @@ func TestKnockoutRowsThroughTheTools(t *testing.T) {
 	in := filepath.Join(dir, "rows.jsonl")
 	require.NoError(t, os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
 	out := filepath.Join(dir, "out.jsonl")
-	code, _, stderr := jev(t, "", withModel(t, "decide", "-q", "-i", in, "-o", out)...)
+	code, _, stderr := jev(t, "", withModel(t, "decide", "-q", "--many", "knockout", "-i", in, "-o", out)...)
 	require.Equal(t, 0, code, stderr)
 	recs := readResults(t, out)
 	require.Len(t, recs, 4)
@@ -44,7 +44,7 @@ func TestKnockoutRowsThroughTheTools(t *testing.T) {
 		assert.Equal(t, "shuffle", r.Knockout.Grouping)
 	}
 	again := filepath.Join(dir, "again.jsonl")
-	code, _, stderr = jev(t, "", withModel(t, "decide", "-q", "--window", "1", "-i", in, "-o", again)...)
+	code, _, stderr = jev(t, "", withModel(t, "decide", "-q", "--many", "knockout", "--window", "1", "-i", in, "-o", again)...)
 	require.Equal(t, 0, code, stderr)
 	for i, r := range readResults(t, again) {
 		assert.Equal(t, recs[i].Knockout.Distribution, r.Knockout.Distribution, "row %d: the window changes nothing", i)
@@ -68,7 +68,7 @@ func TestKnockoutRowsThroughTheTools(t *testing.T) {
 	p, err := calibrate.Load(prof)
 	require.NoError(t, err)
 	require.Contains(t, p.Scorings, "knockout")
-	code, _, stderr = jev(t, "", withModel(t, "decide", "-q", "-i", in, "-o", filepath.Join(dir, "cal.jsonl"), "--calibration", prof)...)
+	code, _, stderr = jev(t, "", withModel(t, "decide", "-q", "--many", "knockout", "-i", in, "-o", filepath.Join(dir, "cal.jsonl"), "--calibration", prof)...)
 	require.Equal(t, 0, code, stderr)
 	for _, r := range readResults(t, filepath.Join(dir, "cal.jsonl")) {
 		require.NotNil(t, r.Calibration)

@@ -109,6 +109,7 @@ func TestDecideGoesOnPastBadRows(t *testing.T) {
 		Chosen       string            `json:"chosen"`
 		PromptSHA256 string            `json:"prompt_sha256"`
 		Options      []json.RawMessage `json:"options"`
+		Candidates   []json.RawMessage `json:"candidates"`
 	}
 	wantErr := []string{"", "at most 256 options", "bad row", "duplicate option id", "empty line", "at least one option", "", ""}
 	wantID := []string{`"good-1"`, `"too-many"`, `null`, `"dupes"`, `null`, `"none"`, `"good-2"`, `"good-17"`}
@@ -116,11 +117,16 @@ func TestDecideGoesOnPastBadRows(t *testing.T) {
 		var r rec
 		require.NoError(t, json.Unmarshal([]byte(line), &r), line)
 		assert.Equal(t, wantID[i], string(r.ID), "line %d", i+1)
-		if wantErr[i] == "" {
+		switch {
+		case wantErr[i] == "" && wantID[i] == `"good-17"`:
+			assert.Empty(t, r.Error)
+			assert.NotEmpty(t, r.Chosen)
+			assert.Len(t, r.Candidates, 17, "more than 16 options: the binary contract, one prompt per option")
+		case wantErr[i] == "":
 			assert.Empty(t, r.Error, "line %d", i+1)
 			assert.NotEmpty(t, r.Chosen)
 			assert.Len(t, r.PromptSHA256, 64)
-		} else {
+		default:
 			assert.Contains(t, r.Error, wantErr[i], "line %d", i+1)
 			assert.Equal(t, i+1, r.Line)
 		}

@@ -1,6 +1,6 @@
 // Package cache locates gojev's cache folder, which the build scripts, gojev-native, jev and
 // the tests share: the native libraries (native/), backend plugins (plugins/), models
-// (models/) and data sets (data/).
+// (models/), data sets (data/) and PriDe priors (priors/).
 package cache
 
 import (
@@ -40,4 +40,17 @@ func Model(file string) (string, error) {
 		return "", err
 	}
 	return filepath.Join(d, "models", file), nil
+}
+
+// Priors is the folder where runs keep the PriDe priors they estimate (debias.Store):
+// $GOJEV_PRIORS, else priors/ under Dir.
+func Priors() (string, error) {
+	if d := os.Getenv("GOJEV_PRIORS"); d != "" {
+		return filepath.Abs(d)
+	}
+	d, err := Dir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "priors"), nil
 }

@@ -15,7 +15,17 @@ import (
 //	func TestMain(m *testing.M) { testenv.Main(m) }
 func Main(m *testing.M) {
 	slog.SetDefault(slog.New(quietNative{slog.NewTextHandler(os.Stderr, nil)}))
-	os.Exit(m.Run())
+	// The PriDe priors runs keep (debias.DefaultStore) go to a folder of this test binary's
+	// own, so that no test reads what another run kept; jev processes the tests start
+	// inherit it.
+	priors, err := os.MkdirTemp("", "gojev-priors-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("GOJEV_PRIORS", priors)
+	code := m.Run()
+	os.RemoveAll(priors)
+	os.Exit(code)
 }
 
 // quietNative drops the records of llama.cpp (source=llama.cpp) below slog.LevelError.

@@ -33,7 +33,7 @@ type ServeConfig struct {
 	// Clients send requests at once, each waiting for its answer before the next; Requests is
 	// how many in all (0: one per row), cycling through the rows.
 	Clients, Requests int
-	Log              io.Writer
+	Log               io.Writer
 }
 
 // ServeReport compares jev serve under load with jev decide on the same questions.
@@ -44,13 +44,13 @@ type ServeReport struct {
 	DecideS, DecideQuestionsPerS float64
 	// Serve is the server's: Requests requests from Clients clients over loopback HTTP, their
 	// questions a second, and each request's latency.
-	Clients, Requests            int
-	ServeS, ServeQuestionsPerS   float64
-	P50MS, P95MS, P99MS          float64
-	Ratio                        float64 // ServeQuestionsPerS / DecideQuestionsPerS
-	Failed                       int     // requests that did not get a 200
-	RSSMiB                       []float64
-	RSSGrowthPercent             float64 // last sample over the one after the first tenth
+	Clients, Requests          int
+	ServeS, ServeQuestionsPerS float64
+	P50MS, P95MS, P99MS        float64
+	Ratio                      float64 // ServeQuestionsPerS / DecideQuestionsPerS
+	Failed                     int     // requests that did not get a 200
+	RSSMiB                     []float64
+	RSSGrowthPercent           float64 // last sample over the one after the first tenth
 }
 
 // MeasureServe decides the first row untimed (the weights read in), runs the rows through

