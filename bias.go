@@ -8,6 +8,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gojev/gojev/backend"
+	"github.com/gojev/gojev/calibrate"
+
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
 )
@@ -313,17 +316,32 @@ func (o Options) wantsStoredPrior() bool {
 		(o.Calibration == nil || o.Calibration.Prior == nil)
 }
 
-// storedPrior is the stored prior (debias.DefaultStore: kept by earlier runs, or shipped) for
-// the model file at path and a contract; nil when there is none. A store that cannot be read
-// is logged and passed over.
-func storedPrior(path, promptVersion string) *debias.Prior {
+// withStored gives opts what is stored for the model file at path: the stored PriDe prior
+// (debias.DefaultStore: kept by earlier runs, or shipped) when it wants one
+// (wantsStoredPrior), and under the default bias control without a calibration profile the
+// profile gojev ships for the model and rt's chat template (calibrate.ShippedProfile). A store
+// that cannot be read is logged and passed over.
+func withStored(opts Options, path string, rt backend.Backend) Options {
+	wantPrior := opts.Prior == nil && opts.wantsStoredPrior()
+	wantProfile := opts.Calibration == nil && opts.Debias == debias.Default && opts.Contract.lettered()
+	if !wantPrior && !wantProfile {
+		return opts
+	}
 	id, err := ModelIdentity(path, "")
 	if err != nil {
-		return nil
+		return opts
 	}
-	p, err := debias.DefaultStore().Load(id, promptVersion)
-	if err != nil {
-		slog.Warn("gojev: the stored PriDe prior cannot be read; passing over it", "err", err)
+	if wantPrior {
+		p, err := debias.DefaultStore().Load(id, opts.Contract.String())
+		if err != nil {
+			slog.Warn("gojev: the stored PriDe prior cannot be read; passing over it", "err", err)
+		}
+		opts.Prior = p
 	}
-	return p
+	if t, ok := rt.(interface{ TemplateSHA256() string }); ok && wantProfile {
+		if p := calibrate.ShippedProfile(id.SHA256, t.TemplateSHA256(), opts.Contract.String()); p != nil {
+			opts.Calibration = p
+		}
+	}
+	return opts
 }

@@ -237,4 +237,9 @@ func TestOpenReadsTheStoredPrior(t *testing.T) {
 	want, err = raw.Decide(ctx, three)
 	require.NoError(t, err)
 	assert.Equal(t, want.Options, res.Options)
+	// gojev ships no calibration for the small model: under the defaults a result says so,
+	// and under settings of the caller's it does not.
+	assert.True(t, res.Uncalibrated)
+	assert.Nil(t, res.Calibration)
+	assert.False(t, want.Uncalibrated)
 }

@@ -24,6 +24,9 @@ type Decider struct {
 	// whose contract does not need them: its noul questions fail with it.
 	bslotsErr error
 	check     Check
+	// markUncalibrated: the Decider runs under the default settings, so a result that no
+	// calibration covers says so (Result.Uncalibrated).
+	markUncalibrated bool
 
 	submit     chan *job
 	quit       chan struct{}
@@ -82,7 +85,7 @@ func New(ctx context.Context, rt backend.Backend, opts Options) (*Decider, error
 // newDecider is New for options already checked.
 func newDecider(ctx context.Context, rt backend.Backend, opts Options) (*Decider, error) {
 	opts = opts.following(opts.Calibration)
-	d := &Decider{opts: opts, rt: rt}
+	d := &Decider{opts: opts, rt: rt, markUncalibrated: opts.Calibration == nil && opts.Debias == debias.Default}
 	if err := d.startupChecks(ctx); err != nil {
 		return nil, err
 	}

@@ -52,6 +52,7 @@ func scoringOf(res *Result) string {
 func (d *Decider) finish(res *Result) *Result {
 	if res != nil {
 		res.ApplyProfile(d.opts.Calibration, d.opts.AbstainBelow)
+		res.Uncalibrated = d.markUncalibrated && res.Calibration == nil
 	}
 	return res
 }
@@ -70,6 +71,10 @@ func (res *Result) ApplyProfile(p *calibrate.Profile, abstainBelow float64) {
 		scoring := scoringOf(res)
 		if sc, err := p.For(scoring); err == nil {
 			scores := scoresOf(res)
+			if !sc.Fitted.Covers(len(scores)) {
+				res.Abstained = (abstainBelow > 0 && res.Probability < abstainBelow) || (res.Suspect != nil && res.Suspect.Abstain)
+				return
+			}
 			m, k := sc.Fitted.For(len(scores))
 			probs := m.Apply(scores)
 			chosen := 0

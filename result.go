@@ -31,6 +31,11 @@ type Result struct {
 	// Calibration is what a calibration profile added (nil without Options.Calibration);
 	// Probability is then calibrated.
 	Calibration *Calibration `json:"calibration,omitempty"`
+	// Uncalibrated says, under the default settings (no Options.Calibration given, Debias
+	// debias.Default), that no calibration covers this row: the model has no shipped profile
+	// (calibrate.ShippedProfile), or the row's option count or scoring lies outside it.
+	// Probability is then the model's own.
+	Uncalibrated bool `json:"uncalibrated,omitempty"`
 	// Knockout is how a row of more than 16 options was decided (its passes, and the
 	// distribution over all its options); the seed fields above are its final pass's, and
 	// Probability the chosen option's share of the distribution.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/backend"
+	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/internal/jsonl"
 	"github.com/gojev/gojev/internal/version"
@@ -216,7 +217,7 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 	if pride && opts.Prior == nil && prev != nil && prev.Prior != nil && j.PriorFile == "" {
 		opts.Prior = prev.Prior // every record of the file debiased with one prior
 	}
-	d := j.Decider
+	d, shipped := j.Decider, false
 	if j.Open != nil {
 		if d, err = j.Open(ctx, opts); err != nil {
 			return Summary{}, err // a new Output is left as it was
@@ -225,7 +226,11 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 	}
 	opts.Debias = d.Options().Debias // the default follows a calibration profile of the raw scores
 	pride, auto = opts.Debias == debias.PriDe, usesDefaultPrior(opts)
-	meta, err := j.newRunFile(d, opts)
+	if opts.Calibration == nil && d.Options().Calibration != nil {
+		opts.Calibration = d.Options().Calibration // the shipped default (calibrate.ShippedProfile)
+		shipped = true
+	}
+	meta, err := j.newRunFile(d, opts, shipped)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -277,6 +282,12 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 	}
 	sum, err := Run(ctx, d, in, out.w, cfg)
 	sum.Elapsed = time.Since(start)
+	if p := opts.Calibration; p != nil {
+		if sc, serr := p.For(opts.ProfileScoring(p)); serr == nil && sc.Fitting != nil {
+			sh := calibrate.Compare(*sc.Fitting, sum.Served)
+			sum.Shift, meta.Shift = &sh, &sh
+		}
+	}
 	if cerr := out.close(); err == nil {
 		err = cerr
 	}
@@ -435,7 +446,7 @@ func (j *Job) output() (*jobOutput, error) {
 // newRunFile is the run file of the job on d: Job.RunFile with the model, the contract and
 // settings, the runtime and the shard; it checks the calibration profile against the model.
 // The model is hashed (gojev.ModelIdentity) only when something records or checks it.
-func (j *Job) newRunFile(d *gojev.Decider, opts gojev.Options) (*RunFile, error) {
+func (j *Job) newRunFile(d *gojev.Decider, opts gojev.Options, shipped bool) (*RunFile, error) {
 	meta := j.RunFile
 	meta.Jev, meta.LlamaCpp = cmp.Or(meta.Jev, version.Jev()), cmp.Or(meta.LlamaCpp, version.LlamaCpp())
 	c := d.Check()
@@ -447,6 +458,9 @@ func (j *Job) newRunFile(d *gojev.Decider, opts gojev.Options) (*RunFile, error)
 	prof, pride := opts.Calibration, opts.Debias == debias.PriDe || usesDefaultPrior(opts)
 	if prof != nil {
 		meta.Calibration = &RunCalibration{File: j.CalibrationFile, SHA256: prof.SHA256}
+		if shipped {
+			meta.Calibration.File = shippedCalibration
+		}
 	}
 	if m := c.Model; m != nil {
 		if j.Output != "" || pride || prof != nil {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
+	"github.com/gojev/gojev/calibrate"
+	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/internal/testenv"
 	"github.com/gojev/gojev/internal/version"
@@ -347,4 +349,56 @@ func TestJobDefaultPriorIsStored(t *testing.T) {
 		assert.Nil(t, r.Debias, r.ID)
 	}
 	assert.Empty(t, events)
+}
+
+// A run calibrated by a profile compares its rows with the profile's fitting rows: rows whose
+// choices are far less sure than the fitting rows' are a shift, in the Summary and the run
+// file; rows drawn like them are not.
+func TestJobReportsAShift(t *testing.T) {
+	dir := t.TempDir()
+	rows := writeRows(t, dir, 30, 3)
+	open := openSmall(t)
+	d, err := open(context.Background(), gojev.Options{Debias: debias.None})
+	require.NoError(t, err)
+	defer d.Close()
+	model, err := gojev.ModelIdentity(testenv.SmallModel(t), "")
+	require.NoError(t, err)
+	// The fitting rows: this model's own decisions of the same rows (labelled at random).
+	var same []calibrate.Sample
+	outs, err := d.DecideAll(context.Background(), testenv.Rows(t, rows, 100))
+	require.NoError(t, err)
+	for i, o := range outs {
+		require.NoError(t, o.Err)
+		s := calibrate.Sample{Label: i % 3}
+		for _, op := range o.Result.Options {
+			s.Scores = append(s.Scores, op.Logprob)
+		}
+		same = append(same, s)
+	}
+	sure := make([]calibrate.Sample, len(same))
+	for i := range sure {
+		sure[i] = calibrate.Sample{Scores: []float64{0, -12, -12}, Label: i % 3}
+	}
+	for _, tc := range []struct {
+		name    string
+		fit     []calibrate.Sample
+		shifted bool
+	}{{"same", same, false}, {"sure", sure, true}} {
+		prof, err := calibrate.New(model, contract.PromptVersion, map[string][]calibrate.Sample{"raw": tc.fit}, 5)
+		require.NoError(t, err)
+		job := batch.Job{Input: rows, Output: filepath.Join(dir, tc.name+".jsonl"), Open: open,
+			Options: gojev.Options{Debias: debias.None, Calibration: prof}}
+		sum, err := job.Run(context.Background())
+		require.NoError(t, err)
+		require.NotNil(t, sum.Shift, tc.name)
+		assert.Equal(t, tc.shifted, sum.Shift.Shifted, "%s: %+v", tc.name, sum.Shift)
+		assert.Equal(t, 30, sum.Served.Rows)
+		meta, err := batch.ReadRunFile(batch.RunFilePath(job.Output))
+		require.NoError(t, err)
+		require.NotNil(t, meta.Shift)
+		assert.Equal(t, tc.shifted, meta.Shift.Shifted)
+		if tc.shifted {
+			assert.Contains(t, meta.Shift.Why, "mean probability of the choice")
+		}
+	}
 }

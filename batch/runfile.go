@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/internal/atomicfile"
@@ -48,8 +49,10 @@ type RunFile struct {
 	Permute int           `json:"permute,omitempty"`
 	Prior   *debias.Prior `json:"prior,omitempty"`
 	// Calibration names the --calibration profile; AbstainBelow is the threshold in force.
-	Calibration  *RunCalibration `json:"calibration,omitempty"`
-	AbstainBelow float64         `json:"abstain_below,omitempty"`
+	// Shift compares the rows it calibrated with its fitting rows (calibrate.Compare).
+	Calibration  *RunCalibration  `json:"calibration,omitempty"`
+	Shift        *calibrate.Shift `json:"shift,omitempty"`
+	AbstainBelow float64          `json:"abstain_below,omitempty"`
 	// Knockout is how rows of more than 16 options were grouped (--knockout-grouping,
 	// --knockout-seed), nil when left at the default.
 	Knockout *gojev.KnockoutOptions `json:"knockout,omitempty"`
@@ -90,11 +93,15 @@ func (m *RunFile) Throughput() float64 {
 	return float64(d) / e
 }
 
-// RunCalibration is the calibration profile a run used.
+// RunCalibration is the calibration profile a run used: its file, or "shipped" for the
+// profile gojev ships for the model (calibrate.ShippedProfile, the default), and its sha256.
 type RunCalibration struct {
 	File   string `json:"file"`
 	SHA256 string `json:"sha256"`
 }
+
+// shippedCalibration is RunCalibration.File for the shipped default profile.
+const shippedCalibration = "shipped"
 
 // runFileSuffix is what a run file's name adds to its results file's.
 const runFileSuffix = ".run.json"

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/internal/jsonl"
 )
@@ -66,6 +67,11 @@ type Summary struct {
 	Lettered int
 	// Elapsed is Run's wall time.
 	Elapsed time.Duration
+	// Served are the label-free statistics of the decisions a calibration profile calibrated
+	// (direct contract), and Shift their comparison with the profile's fitting rows
+	// (calibrate.Compare; Job.Run sets it when the profile keeps those rows' statistics).
+	Served calibrate.RowStats
+	Shift  *calibrate.Shift
 }
 
 // Add counts one decision.
@@ -81,6 +87,19 @@ func (s *Summary) Add(res *gojev.Result) {
 	}
 	if res.Debias != nil {
 		s.Debiased = true
+	}
+	if res.Calibration != nil && res.Candidates == nil && res.Knockout == nil {
+		probs, chosen := make([]float64, len(res.Options)), -1
+		for i, o := range res.Options {
+			probs[i] = o.Probability
+			if o.ID == res.Chosen {
+				chosen = i
+			}
+		}
+		if res.Debias != nil && len(res.Debias.Probabilities) == len(probs) {
+			probs = res.Debias.Probabilities
+		}
+		s.Served.Add(probs, chosen)
 	}
 	if res.Correct != nil {
 		s.Labelled++

@@ -301,3 +301,34 @@ func TestSmallestBudget(t *testing.T) {
 	_, err = SmallestBudget(nil, 0.1)
 	assert.ErrorIs(t, err, ErrNoRows)
 }
+
+// The shipped profile reads as a valid profile of the default model and its chat template,
+// calibrates only the option counts of the bands that shipped (a rows of another count keeps
+// its probabilities), and is found only by the exact model, template and prompt version.
+func TestShippedProfiles(t *testing.T) {
+	const model = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+	const template = "4e9918361c284a93880606d182d64da6a9fe97cdc1f5c5a78c1c8840444246fc"
+	require.NotEmpty(t, shippedProfiles())
+	p := ShippedProfile(model, template, "direct-options-v1")
+	require.NotNil(t, p)
+	assert.NotEmpty(t, p.Note)
+	assert.Len(t, p.SHA256, 64)
+	sc, err := p.For(ScoringPriDe)
+	require.NoError(t, err)
+	assert.True(t, sc.Fitted.Only)
+	require.NotEmpty(t, sc.Fitted.ByOptions)
+	assert.NotEmpty(t, sc.Points, "the fitting rows' calibrated confidences, for SGR")
+	for k, m := range sc.Fitted.ByOptions {
+		assert.True(t, k >= 2 && k <= 16, "k=%d", k)
+		assert.Equal(t, Temperature, m.Method)
+		assert.True(t, sc.Fitted.Covers(k))
+	}
+	assert.False(t, sc.Fitted.Covers(17), "above 16 options: the binary contract, not this scoring")
+	scores := []float64{-3, -2, -1, -0.5, -0.2, -4, -5, -6, -7, -8, -9, -1, -2, -3, -4, -5, -6}
+	assert.InDeltaSlice(t, Sample{Scores: scores}.Probabilities(), sc.Fitted.Apply(scores), 1e-12, "a count outside: unchanged")
+	_, err = p.SmallestBudget(ScoringPriDe, 0.9)
+	assert.NoError(t, err)
+	assert.Nil(t, ShippedProfile(model, "another template", "direct-options-v1"))
+	assert.Nil(t, ShippedProfile("another model", template, "direct-options-v1"))
+	assert.Nil(t, ShippedProfile(model, template, "binary-candidates-v1"))
+}

@@ -150,11 +150,13 @@ func Uncalibrated(samples []Sample) Metrics {
 const MinRowsPerK = 50
 
 // Fitted is one method fitted to a set of samples: a map per option count k with at least
-// MinRowsPerK rows, and a pooled map for every other k.
+// MinRowsPerK rows, and a pooled map for every other k. With Only (a shipped profile's
+// option-count bands, ShippedProfile), the counts in ByOptions are the only ones calibrated.
 type Fitted struct {
 	Method    Method      `json:"method"`
 	Pooled    Map         `json:"pooled"`
 	ByOptions map[int]Map `json:"by_options,omitempty"`
+	Only      bool        `json:"only_by_options,omitempty"`
 }
 
 // For returns the map for a row of k options (its own, else the pooled one) and the k it was
@@ -166,8 +168,19 @@ func (f *Fitted) For(k int) (Map, int) {
 	return f.Pooled, 0
 }
 
-// Apply calibrates one decision (Map.Apply with the map for its option count).
+// Covers reports whether rows of k options are calibrated: always, unless Only is set and k
+// has no map of its own.
+func (f *Fitted) Covers(k int) bool {
+	_, ok := f.ByOptions[k]
+	return ok || !f.Only
+}
+
+// Apply calibrates one decision (Map.Apply with the map for its option count); a count the
+// Fitted does not cover keeps its uncalibrated probabilities (Sample.Probabilities).
 func (f *Fitted) Apply(scores []float64) []float64 {
+	if !f.Covers(len(scores)) {
+		return Sample{Scores: scores}.Probabilities()
+	}
 	m, _ := f.For(len(scores))
 	return m.Apply(scores)
 }

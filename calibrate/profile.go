@@ -92,19 +92,28 @@ type Scoring struct {
 	Choice
 	Fitted *Fitted `json:"fitted"`
 	Points []Point `json:"points"`
+	// Fitting are the fitting rows' label-free statistics, to which a run's are compared
+	// (Compare: a shift); nil in profiles written before they were kept.
+	Fitting *RowStats `json:"fitting_stats,omitempty"`
 }
 
 // Profile is everything estimated once per model and task: a calibration map per scoring, the
 // PriDe prior when the fitting runs used one, and where they came from. It is what
 // jev calibrate writes and --calibration FILE (Options.Calibration) reads.
 type Profile struct {
-	Format        string              `json:"format"`
-	PromptVersion string              `json:"prompt_version"`
-	Model         debias.ModelID      `json:"model"`
-	Scorings      map[string]*Scoring `json:"scorings"`
-	Prior         *debias.Prior       `json:"prior,omitempty"`
-	Sources       []Source            `json:"sources"`
-	References    []string            `json:"references"`
+	Format        string         `json:"format"`
+	PromptVersion string         `json:"prompt_version"`
+	Model         debias.ModelID `json:"model"`
+	// ChatTemplateSHA256 is the sha256 of the chat template the fitting rows were rendered
+	// with (a shipped profile's: ShippedProfile checks it); "" when not recorded.
+	ChatTemplateSHA256 string `json:"chat_template_sha256,omitempty"`
+	// Note says, for a person, how the profile was made and what it holds (a shipped
+	// profile's method, tasks and certified range).
+	Note       string              `json:"note,omitempty"`
+	Scorings   map[string]*Scoring `json:"scorings"`
+	Prior      *debias.Prior       `json:"prior,omitempty"`
+	Sources    []Source            `json:"sources"`
+	References []string            `json:"references"`
 	// SHA256 is the sha256 of the profile file as read or written (not stored in it).
 	SHA256 string `json:"-"`
 	// Skipped names the scorings New left out for too few rows (not stored).
@@ -140,7 +149,8 @@ func New(model debias.ModelID, promptVersion string, samples map[string][]Sample
 		if err != nil {
 			return nil, fmt.Errorf("scoring %s: %w", name, err)
 		}
-		sc := &Scoring{Choice: ch, Fitted: fit}
+		stats := StatsOf(ss)
+		sc := &Scoring{Choice: ch, Fitted: fit, Fitting: &stats}
 		for _, s := range ss {
 			c := s.Chosen()
 			sc.Points = append(sc.Points, Point{Confidence: fit.Apply(s.Scores)[c], Right: c == s.Label})

@@ -173,7 +173,8 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if text {
 		job.Encode = textLines(toTerminal)
 	}
-	sum := summary{part: part, abstaining: opts.AbstainBelow > 0 || opts.AbstainOnSuspect, detecting: opts.Detect}
+	sum := summary{part: part, abstaining: opts.AbstainBelow > 0 || opts.AbstainOnSuspect, detecting: opts.Detect, maxError: cf.maxError,
+		ownProfile: opts.Calibration != nil}
 	var bar *progressbar.ProgressBar
 	started := false
 	// Under PriDe the rows were read (spooled) before the run starts: no stdin hint then.
@@ -260,6 +261,8 @@ type summary struct {
 	part       batch.Shard // the shard decided (zero: the whole input)
 	abstaining bool
 	detecting  bool
+	maxError   float64 // --max-error in force (0: none)
+	ownProfile bool    // --calibration FILE (else the shipped profile, if any)
 	warn       io.Writer // where the letter-skew warning goes (nil: nowhere)
 	cmd        string    // the command the warning names (default "jev decide")
 	warned     bool
@@ -328,6 +331,15 @@ func (s *summary) print(w io.Writer) {
 		fmt.Fprintf(w, ", %.2f decisions/s, %.0f prompt tokens/s, %.1fs", float64(s.Decided)/secs, float64(s.PromptTokens)/secs, secs)
 	}
 	fmt.Fprintln(w)
+	// The shipped profile is fitted across tasks, so most files differ from its fitting rows:
+	// that matters where its probabilities choose what to answer.
+	if sh := s.Shift; sh != nil && sh.Shifted && (s.ownProfile || s.abstaining) {
+		fmt.Fprintf(w, "warning: these rows are not drawn like the calibration profile's fitting rows: %s; its probabilities need not hold for them", sh.Why)
+		if s.maxError > 0 {
+			fmt.Fprintf(w, ", and --max-error %.3g's bound does not hold for this file", s.maxError)
+		}
+		fmt.Fprintln(w, ": fit a profile on labelled rows of this kind (jev calibrate)")
+	}
 }
 
 func openInput(path string, stdin io.Reader) (io.Reader, func(), error) {
