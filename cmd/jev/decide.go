@@ -261,8 +261,8 @@ type summary struct {
 	part       batch.Shard // the shard decided (zero: the whole input)
 	abstaining bool
 	detecting  bool
-	maxError   float64 // --max-error in force (0: none)
-	ownProfile bool    // --calibration FILE (else the shipped profile, if any)
+	maxError   float64   // --max-error in force (0: none)
+	ownProfile bool      // --calibration FILE (else the shipped profile, if any)
 	warn       io.Writer // where the letter-skew warning goes (nil: nowhere)
 	cmd        string    // the command the warning names (default "jev decide")
 	warned     bool
