@@ -25,8 +25,13 @@
 #                   into OUT (out/typed), resumable; about 40 minutes on 2 cores
 #   make fuzz       every Go fuzz target for FUZZTIME each (default 2m; .ci/run: 15s)
 #   make transfer   whether a calibration profile and a PriDe prior fitted on Banking77 transfer
-#                   to other tasks (16 options, SNIPS, Social IQa from PyPI bigbench): ~3 hours;
-#                   SETS="fit snips siqa" ROWS=150 for a part (about 45 minutes)
+#                   to other tasks (16 options, SNIPS, Social IQa from PyPI bigbench, which PyPI
+#                   no longer serves): ~3 hours; SETS="fit snips siqa" ROWS=150 for a part
+#   make calibration-pool
+#                   the default calibration (docs/calibration.md): POOL_ROWS (150) rows of MMLU,
+#                   Social IQa, Rotten Tomatoes and NewsArticles from PyPI wheels decided with
+#                   PriDe into POOL_OUT (out/tasks), resumable, then the label-free alternatives,
+#                   the leave-one-task-out table and the shipped profile; about 1.5 hours on 2 cores
 #   make plugin GPU=vulkan|cuda|metal
 #                   fetch the prebuilt GPU backend plugin (sha256-verified) into the cache and
 #                   print its path: jev --plugin PATH or GOJEV_PLUGINS=PATH loads it
@@ -146,6 +151,22 @@ knockout: build model
 	d --contract binary -i $(KO_OUT)/b77-77-sub.jsonl -o $(KO_OUT)/binary-sub.jsonl
 	$(JEV) report $(KO_OUT)/knockout.jsonl=knockout $(KO_OUT)/cut16.jsonl=cut16 $(KO_OUT)/cut8.jsonl=cut8 --json $(KO_OUT)/report.json
 	$(JEV) report $(KO_OUT)/knockout.jsonl=knockout $(KO_OUT)/knockout-pride-sub.jsonl=knockout-pride $(KO_OUT)/knockout-length-sub.jsonl=knockout-length $(KO_OUT)/binary-sub.jsonl=binary
+
+POOL_OUT ?= out/tasks
+POOL_ROWS ?= 150
+POOL_TASKS ?= siqa mmlu rt news
+POOL_PROFILE ?= calibrate/shipped/qwen2.5-coder-1.5b-instruct-q4_k_m.direct-options-v1.json
+calibration-pool: build model
+	@mkdir -p $(POOL_OUT) out/cal
+	set -e; d="$$(./scripts/fetch-tasks.sh)"; for t in $(POOL_TASKS); do python3 scripts/task-rows.py $$t "$$d" --rows $(POOL_ROWS) > $(POOL_OUT)/$$t.jsonl; done
+	set -e; m="$$(./scripts/fetch-model.sh)"; for t in $(POOL_TASKS); do \
+	  $(JEV) decide -m "$$m" -t $(THREADS) -q --resume --debias pride --pride-sample 0.1 --prior $(POOL_OUT)/prior-$$t.json -i $(POOL_OUT)/$$t.jsonl -o $(POOL_OUT)/$$t-pride.jsonl; done
+	[ -f out/cal/fit-pride.jsonl ] || { gunzip -c measurements/cal/fit-pride.jsonl.gz > out/cal/fit-pride.jsonl; cp measurements/cal/fit-pride.jsonl.run.json out/cal/; }
+	set -e; m="$$(./scripts/fetch-model.sh)"; \
+	python3 measurements/calibration-pool.py $(foreach t,$(POOL_TASKS),$(POOL_OUT)/$(t)-pride.jsonl=$(t)) out/cal/fit-pride.jsonl=banking77 \
+	  --profile $(POOL_PROFILE) --model-file "$$(basename "$$m")" --model-name "Qwen2.5 Coder 1.5B Instruct GGUF" \
+	  --model-sha256 "$$(awk '$$1=="model" && $$2=="default" {print $$4}' scripts/models.tsv)" \
+	  --template-sha256 "$$($(JEV) check -m "$$m" | awk '$$1=="template_sha256" {print $$2}')"
 
 typed: build model
 	THREADS=$(THREADS) ./scripts/typed-measure.sh
