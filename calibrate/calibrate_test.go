@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"fmt"
 	"bytes"
 	"errors"
 	"math"
@@ -326,8 +327,9 @@ func TestShippedProfiles(t *testing.T) {
 	assert.False(t, sc.Fitted.Covers(17), "above 16 options: the binary contract, not this scoring")
 	scores := []float64{-3, -2, -1, -0.5, -0.2, -4, -5, -6, -7, -8, -9, -1, -2, -3, -4, -5, -6}
 	assert.InDeltaSlice(t, Sample{Scores: scores}.Probabilities(), sc.Fitted.Apply(scores), 1e-12, "a count outside: unchanged")
-	_, err = p.SmallestBudget(ScoringPriDe, 0.9)
-	assert.NoError(t, err)
+	least, err := p.SmallestBudget(ScoringPriDe, 0.9)
+	require.NoError(t, err)
+	assert.Contains(t, p.Note, fmt.Sprintf("--max-error %.3f or more at confidence 0.9", least), "the profile states its certifiable range")
 	assert.Nil(t, ShippedProfile(model, "another template", "direct-options-v1"))
 	assert.Nil(t, ShippedProfile("another model", template, "direct-options-v1"))
 	assert.Nil(t, ShippedProfile(model, template, "binary-candidates-v1"))

@@ -62,6 +62,60 @@ def by_option(perm, s, k):
     return out
 
 
+def binom_cdf(k, n, p):
+    if p <= 0:
+        return 1.0
+    if p >= 1:
+        return 1.0 if k >= n else 0.0
+    return sum(math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * math.log(p) + (n - i) * math.log1p(-p)) for i in range(k + 1))
+
+
+def binomial_upper(k, n, delta):
+    """calibrate.BinomialUpper: the Clopper-Pearson upper bound, by bisection."""
+    if n == 0 or k >= n:
+        return 1.0
+    lo, hi = k / n, 1.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if binom_cdf(k, n, mid) >= delta:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def sgr_ok(points, max_error, delta):
+    """Whether calibrate.SGR finds a threshold (Geifman & El-Yaniv 2017), as the Go code searches."""
+    ps = sorted(points, key=lambda p: -p[0])
+    m = len(ps)
+    steps = max(1, math.ceil(math.log2(m)))
+    zmin, zmax, found = 0, m - 1, False
+    for _ in range(steps):
+        z = (zmin + zmax + 1) // 2
+        theta = ps[m - 1 - z][0]
+        covered = [p for p in ps if p[0] >= theta]
+        wrong = sum(1 for p in covered if not p[1])
+        if binomial_upper(wrong, len(covered), delta / steps) < max_error:
+            found, zmax = True, z
+        else:
+            zmin = z
+    return found
+
+
+def smallest_budget(points, delta):
+    """calibrate.SmallestBudget, in thousandths."""
+    if not sgr_ok(points, 0.999, delta):
+        return 1.0
+    lo, hi = 0, 999
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if sgr_ok(points, mid / 1000, delta):
+            hi = mid
+        else:
+            lo = mid
+    return hi / 1000
+
+
 def load(path):
     """Sample rows (k×k log-probabilities by position, gold) and the other rows (raw log-probabilities, gold)."""
     sample, rows = [], []
@@ -175,6 +229,7 @@ def main():
                 points.append([float(c), 1 if r else 0])
         lines.append("options %d-%d: T %.4f fitted on %s" % (lo, hi, T, ", ".join("%s (%d rows)" % (t.name, len(t.G)) for t in inb)))
     points.sort(key=lambda p: -p[0])
+    least = smallest_budget(points, 0.1)
     tops, ents, letters = [], [], [0] * 16
     for _, inb in shipped:
         for t in inb:
@@ -194,7 +249,8 @@ def main():
         "chat_template_sha256": a.template_sha256,
         "note": "gojev's shipped default calibration (issue 39; docs/calibration.md): temperature scaling of PriDe's scores, one temperature "
                 "fitted on a pool of public labelled tasks, chosen by leave-one-task-out validation; " + "; ".join(lines) +
-                ". Rows of other option counts, and other scorings, stay uncalibrated. Made by measurements/calibration-pool.py.",
+                ". Rows of other option counts, and other scorings, stay uncalibrated. Its fitting rows certify --max-error %.3f or more at confidence 0.9 (SGR), pooled across tasks: "
+                "a budget holds for a file only where its rows are drawn like them (the shift check). Made by measurements/calibration-pool.py." % least,
         "scorings": {"pride": {
             "method": "temperature", "reason": "leave-one-task-out: lowers ECE on every task held out (measurements/calibration-pool.py)",
             "before": {}, "cross_validated": {}, "folds": 0,
@@ -206,7 +262,7 @@ def main():
     with open(a.profile, "w") as f:
         json.dump(prof, f, indent=1)
         f.write("\n")
-    print("\nwrote %s: %s" % (a.profile, "; ".join(lines)), file=sys.stderr)
+    print("\nwrote %s: %s; certifies --max-error %.3f or more at confidence 0.9" % (a.profile, "; ".join(lines), least), file=sys.stderr)
 
 
 if __name__ == "__main__":
