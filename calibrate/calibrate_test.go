@@ -1,9 +1,9 @@
 package calibrate
 
 import (
-	"fmt"
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
