@@ -59,14 +59,17 @@ func TestShardedRunMatchesTheSingleRun(t *testing.T) {
 	noScheduler := []string{"SLURM_ARRAY_TASK_ID" + "=", "JOB_COMPLETION_INDEX" + "=", "JEV_SHARD_COUNT" + "="}
 
 	single := filepath.Join(dir, "single.jsonl")
-	cmd, singleErr := jevCmd(bin, noScheduler, append(append([]string{"decide"}, modelArgs(t)...), "-i", in, "-o", single)...)
+	// --debias none: the shards and the single run decide alike by construction here (under
+	// the default, a single run that estimates PriDe's prior decides its sample rows by their
+	// permutations, and shards never estimate: docs/clusters.md).
+	cmd, singleErr := jevCmd(bin, noScheduler, append(append([]string{"decide"}, modelArgs(t)...), "--debias", "none", "-i", in, "-o", single)...)
 	require.NoError(t, cmd.Run(), singleErr.String())
 
 	parts := filepath.Join(dir, "out", "part-{shard}.jsonl")
 	shardArgs := func(spec string) []string {
 		// --window 2: a shard writes its rows two at a time, not all 30 in one burst, so the kill
 		// lands mid-way (the window never changes a result).
-		return append(append([]string{"decide"}, modelArgs(t)...), "-t", "1", "--window", "2", "-i", in, "-o", parts, "--shard", spec)
+		return append(append([]string{"decide"}, modelArgs(t)...), "--debias", "none", "-t", "1", "--window", "2", "-i", in, "-o", parts, "--shard", spec)
 	}
 	var cmds [4]*exec.Cmd
 	var errs [4]*bytes.Buffer

@@ -170,32 +170,31 @@ func Load(path, name string) ([]*Run, error) {
 		}
 		d := decision(r, key, r.Chosen, false)
 		main.Decisions = append(main.Decisions, d)
+		// The companion runs hold every decision: a record without a calibration (or without
+		// bias control) is its own uncalibrated (or raw) decision. Under the defaults a file
+		// mixes both kinds: rows of option counts without a prior are decided raw, rows outside
+		// the shipped profile's band stay uncalibrated.
+		u := d
 		if r.Calibration != nil {
 			calibrated++
-			u := d
 			u.Probability = r.Calibration.UncalibratedProbability
 			u.Probs = d.Sample.Probabilities()
 			u.Abstained = false
-			uncal.Decisions = append(uncal.Decisions, u)
 		}
+		uncal.Decisions = append(uncal.Decisions, u)
 		if r.Debias != nil {
 			debiased++
 			raw.Decisions = append(raw.Decisions, decision(r, key, r.Debias.RawChosen, true))
+		} else {
+			raw.Decisions = append(raw.Decisions, decision(r, key, r.Chosen, true))
 		}
 	}
 	runs := []*Run{main}
-	for _, v := range []struct {
-		run  *Run
-		n    int
-		what string
-	}{{uncal, calibrated, "a calibration profile"}, {raw, debiased, "bias control"}} {
-		switch v.n {
-		case 0:
-		case len(main.Decisions):
-			runs = append(runs, v.run)
-		default:
-			return nil, fmt.Errorf("%w: %s mixes records with and without %s", ErrNotResults, path, v.what)
-		}
+	if calibrated > 0 {
+		runs = append(runs, uncal)
+	}
+	if debiased > 0 {
+		runs = append(runs, raw)
 	}
 	return runs, nil
 }
