@@ -518,27 +518,10 @@ func (j *Job) prior(ctx context.Context, d *gojev.Decider, opts gojev.Options, i
 	if !ok {
 		return nil, nil, errors.New("PriDe: the estimation reads the rows twice, and the input cannot be rewound")
 	}
-	frac := cmp.Or(j.SampleFraction, debias.DefaultSampleFraction)
-	minRows := cmp.Or(j.SampleMinRows, debias.DefaultMinSampleRows)
-	rows, lines, total, err := priorSample(f, frac, minRows, nil)
+	prior, byLine, err := j.estimate(ctx, d, f, model, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(rows) == 0 {
-		return nil, nil, fmt.Errorf("PriDe: %w", errNoSample)
-	}
-	ev := PriorEvent{Step: PriorEstimating, SampleRows: len(rows), Rows: total}
-	for _, r := range rows {
-		ev.Prompts += len(r.Options)
-	}
-	j.tell(ev)
-	start := time.Now()
-	prior, byLine, err := estimateOn(ctx, d, rows, lines)
-	if err != nil {
-		return nil, nil, fmt.Errorf("PriDe: estimating the prior: %w", err)
-	}
-	prior.Model = model
-	j.tell(PriorEvent{Step: PriorEstimated, Prior: prior, Elapsed: time.Since(start)})
 	d.SetPrior(prior)
 	if j.PriorFile != "" {
 		if err := prior.Save(j.PriorFile); err != nil {

@@ -50,6 +50,34 @@ func priorSample(r io.ReadSeeker, fraction float64, minRows int, want func(k int
 	return rows, lines, total, nil
 }
 
+// estimate draws PriDe's estimation sample from f (priorSample: Job's fraction and minimum, the
+// option counts want keeps, nil for all), estimates the prior for model on it (telling
+// PriorEstimating and PriorEstimated), and returns it with the sample rows' decisions by line.
+func (j *Job) estimate(ctx context.Context, d *gojev.Decider, f io.ReadSeeker, model debias.ModelID, want func(k int) bool) (*debias.Prior, map[int]gojev.Outcome, error) {
+	frac := cmp.Or(j.SampleFraction, debias.DefaultSampleFraction)
+	minRows := cmp.Or(j.SampleMinRows, debias.DefaultMinSampleRows)
+	rows, lines, total, err := priorSample(f, frac, minRows, want)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(rows) == 0 {
+		return nil, nil, fmt.Errorf("PriDe: %w", errNoSample)
+	}
+	ev := PriorEvent{Step: PriorEstimating, SampleRows: len(rows), Rows: total}
+	for _, r := range rows {
+		ev.Prompts += len(r.Options)
+	}
+	j.tell(ev)
+	start := time.Now()
+	prior, byLine, err := estimateOn(ctx, d, rows, lines)
+	if err != nil {
+		return nil, nil, fmt.Errorf("PriDe: estimating the prior: %w", err)
+	}
+	prior.Model = model
+	j.tell(PriorEvent{Step: PriorEstimated, Prior: prior, Elapsed: time.Since(start)})
+	return prior, byLine, nil
+}
+
 // estimateOn estimates the prior on sample rows (at the input lines lines) and returns their
 // decisions by line.
 func estimateOn(ctx context.Context, d *gojev.Decider, rows []contract.Row, lines []int) (*debias.Prior, map[int]gojev.Outcome, error) {
@@ -146,22 +174,11 @@ func (j *Job) defaultPrior(ctx context.Context, d *gojev.Decider, opts gojev.Opt
 	}
 	var byLine map[int]gojev.Outcome
 	if len(estimate) > 0 {
-		rows, lines, total, err := priorSample(f, frac, minRows, func(k int) bool { return estimate[k] })
+		est, outs, err := j.estimate(ctx, d, f, model, func(k int) bool { return estimate[k] })
 		if err != nil {
 			return nil, nil, err
 		}
-		ev := PriorEvent{Step: PriorEstimating, SampleRows: len(rows), Rows: total}
-		for _, r := range rows {
-			ev.Prompts += len(r.Options)
-		}
-		j.tell(ev)
-		start := time.Now()
-		est, outs, err := estimateOn(ctx, d, rows, lines)
-		if err != nil {
-			return nil, nil, fmt.Errorf("PriDe: estimating the prior: %w", err)
-		}
-		est.Model, byLine = model, outs
-		j.tell(PriorEvent{Step: PriorEstimated, Prior: est, Elapsed: time.Since(start)})
+		byLine = outs
 		for k, lp := range est.ByOptions {
 			out.ByOptions[k] = lp
 		}
