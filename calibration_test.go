@@ -72,10 +72,13 @@ func TestCalibrationKeepsRawFieldsAndChoices(t *testing.T) {
 
 func TestCalibrationProfileRefusals(t *testing.T) {
 	p := profileOf(calibrate.ScoringPriDe, calibrate.Map{Method: calibrate.Temperature, T: 0.5})
-	_, err := gojev.Open(context.Background(), modelPath(t), gojev.Options{Calibration: p})
+	_, err := gojev.Open(context.Background(), modelPath(t), gojev.Options{Calibration: p, Debias: debias.None})
 	require.ErrorIs(t, err, calibrate.ErrMismatch, "a raw Decider with a profile of PriDe scores")
 	assert.ErrorIs(t, err, gojev.ErrOptions)
 	assert.Contains(t, err.Error(), "scored raw")
+	d, err := gojev.Open(context.Background(), modelPath(t), gojev.Options{Calibration: p})
+	require.NoError(t, err, "the default decides under PriDe where a prior is at hand: a PriDe profile serves it")
+	d.Close()
 	_, err = gojev.Open(context.Background(), modelPath(t), gojev.Options{Calibration: p, Contract: gojev.Binary})
 	assert.ErrorIs(t, err, calibrate.ErrMismatch, "a direct-contract profile on the binary contract")
 	_, err = gojev.Open(context.Background(), modelPath(t), gojev.Options{AbstainBelow: 1.5})

@@ -44,7 +44,7 @@ func TestARowIsValidatedOnce(t *testing.T) {
 	assert.Len(t, res.Debias.Permutations, 7)
 	assert.Equal(t, 1, validations, "one validation for the row and its 8 permutations")
 
-	k, err := New(context.Background(), &byteRuntime{}, Options{})
+	k, err := New(context.Background(), &byteRuntime{}, Options{Knockout: KnockoutOptions{Method: ManyKnockout}})
 	require.NoError(t, err)
 	defer k.Close()
 	validations = 0

@@ -249,6 +249,7 @@ func main() {
 		m := &batch.RunFile{Input: rows, Shard: s.Spec(), Model: &id, PromptVersion: d.Check().PromptVersion,
 			Backend: d.Check().Backend, Decode: d.Check().Decode, Started: start, Finished: true,
 			ElapsedS: time.Since(start).Seconds(), Rows: sum.Rows, Decided: sum.Decided, Errors: sum.Errors, Skipped: sum.Skipped}
+		m.SetOptions(d.Options()) // the contract and bias control, as jev decide records them
 		if err := m.Save(batch.RunFilePath(path)); err != nil {
 			log.Fatal(err)
 		}
