@@ -18,7 +18,7 @@ import (
 	"github.com/gojev/gojev/internal/cli"
 )
 
-const decideSynopsis = `Usage: jev decide [-m MODEL.gguf] [-i rows.jsonl] [-o out.jsonl] [--contract binary] [--debias pride] [flags]
+const decideSynopsis = `Usage: jev decide [-m MODEL.gguf] [-i rows.jsonl] [-o out.jsonl] [--contract binary] [--debias none|pride] [flags]
 
 Decides every row under the direct-options-v1 contract (or --contract binary:
 binary-candidates-v1) and writes one JSON line per input line, in input order: the chosen
@@ -29,10 +29,10 @@ readable line per row instead: id, chosen option, its probability, and ✓/✗ a
 --window rows are decided at once, and in-process the tokens their prompts share (system
 prompt, template head, a row's evidence for its binary candidates) are decoded only once; the
 results are bit-identical to deciding each prompt alone. --runtime URL decides through a
-llama-server instead, every contract and bias control included. A row of 17 to 256 options is decided in
-passes of at most 16 (a knockout: --knockout-grouping; its record lists every pass and a
-distribution over all the options); --contract binary decides any count directly, one prompt
-per option (docs/many-options.md compares the two). A bad row (malformed JSON, a missing field, 0 or more
+llama-server instead, every contract and bias control included. A row of 17 to 256 options is
+decided under the binary contract, one prompt per option, or with --many knockout in passes of
+at most 16 (--knockout-grouping; its record lists every pass and a distribution over all the
+options; docs/many-options.md compares the two). A bad row (malformed JSON, a missing field, 0 or more
 than 256 options, duplicate option ids, a label that is not an option id, a prompt longer than
 n_ctx, content containing special-token text) gets {"id": ..., "line": N, "error": "..."} and
 the run goes on. A summary (rows, errors, accuracy where rows have a "label", the most chosen
@@ -56,12 +56,21 @@ wrote); jev merge joins the parts in input order and checks that every line is t
   jev merge -i rows.jsonl 'out/part-*.jsonl' -o merged.jsonl
 With --debias pride every shard reads one --prior FILE, estimated beforehand with --prior-only.
 
+The defaults (no bias flag): PriDe wherever a prior for the row's option count is at hand, read
+from the store (~/.cache/gojev/priors, $GOJEV_PRIORS) where an earlier run kept one, else
+estimated from this input when its sample is at most half the rows of that count (then kept),
+else the prior gojev ships for the default model, else the raw scores for those rows (the
+summary names their option counts); and the default model's shipped calibration where it
+covers the row's option count. A record no calibration covers says "uncalibrated": true.
+--debias none gives the raw scores, uncalibrated.
+
 Position bias (the raw scores stay in every record; the debiased ones are added):
-  --debias pride      PriDe: a letter prior estimated from 5 % of the rows (at least 10) under
-                      all cyclic permutations of their options, no labels needed; then one
-                      decode per row (about 1 + 0.05(k-1) times the raw cost on a large file;
-                      on a small file the 10 sampled rows dominate). --prior FILE saves it, or
-                      reads it when the file exists.
+  --debias pride      PriDe estimated on this input whatever is stored: a letter prior from
+                      5 % of the rows (at least 10) under all cyclic permutations of their
+                      options, no labels needed; then one decode per row (about
+                      1 + 0.05(k-1) times the raw cost on a large file; on a small file the
+                      10 sampled rows dominate). --prior FILE saves it, or reads it when the
+                      file exists.
   --permute cyclic    every row under all k cyclic permutations, averaged (k times the cost).
   --permute N         N evenly spaced cyclic permutations (N times the cost); with --debias
                       pride the prior is divided out of each before averaging.
