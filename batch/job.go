@@ -214,7 +214,7 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 	defer out.close()
 
 	start := time.Now() // the run's wall time counts the model's start and PriDe's estimation
-	if pride && opts.Prior == nil && prev != nil && prev.Prior != nil && j.PriorFile == "" {
+	if (pride || auto) && opts.Prior == nil && prev != nil && prev.Prior != nil && j.PriorFile == "" {
 		opts.Prior = prev.Prior // every record of the file debiased with one prior
 	}
 	d, shipped := j.Decider, false
