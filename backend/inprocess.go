@@ -28,6 +28,7 @@ type InProcess struct {
 	lctx      *llama.Context
 	batch     *llama.Batch
 	tmpl      *Template
+	tok       *llama.FragmentTokenizer
 	noReuse   bool
 	nCtx      int
 	nBatch    int
@@ -131,7 +132,12 @@ func newInProcess(model *llama.Model, opts InProcessOptions) (*InProcess, error)
 	if opts.Decode == DecodePacked {
 		nSeq = opts.PackSeqs + 1
 	}
-	b := &InProcess{model: model, tmpl: tmpl, noReuse: opts.NoPrefixReuse, opts: opts}
+	tok, err := llama.NewFragmentTokenizer(model.Vocab())
+	if err != nil {
+		_ = tmpl.Close()
+		return nil, err
+	}
+	b := &InProcess{model: model, tmpl: tmpl, tok: tok, noReuse: opts.NoPrefixReuse, opts: opts}
 	lctx, err := llama.NewContext(model, llama.ContextParams{NCtx: opts.NCtx, NBatch: opts.NBatch, NUBatch: opts.NBatch,
 		NSeqMax: nSeq, KVUnified: nSeq > 1, NThreads: opts.NThreads, NThreadsBatch: opts.NThreads, NoOpOffload: opts.NoGPU})
 	if err != nil {
@@ -183,9 +189,18 @@ func (b *InProcess) Render(_ context.Context, messages []contract.ChatMessage) (
 	return b.tmpl.Render(messages)
 }
 
-// Tokenize is llama_tokenize with add_special=false.
+// Tokenize is llama_tokenize with add_special=false, token for token, through a
+// llama.FragmentTokenizer: text between special tokens that was tokenized before (the system
+// text, the template's head and tail) comes from its cache.
 func (b *InProcess) Tokenize(_ context.Context, text string, parseSpecial bool) ([]int32, error) {
-	return b.model.Vocab().Tokenize(text, false, parseSpecial)
+	return b.tok.Tokenize(text, parseSpecial)
+}
+
+// HasSpecialText reports whether text holds a control or unknown token's text
+// (llama.FragmentTokenizer.HasSpecialText); without one, parse_special cannot change its
+// tokens (SpecialTextFinder).
+func (b *InProcess) HasSpecialText(_ context.Context, text string) bool {
+	return b.tok.HasSpecialText(text)
 }
 
 // Detokenize is llama_detokenize with remove_special=false, unparse_special=true.

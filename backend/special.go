@@ -16,10 +16,24 @@ type SpecialTokenizer interface {
 	Detokenize(ctx context.Context, tokens []int32) (string, error)
 }
 
+// SpecialTextFinder is a runtime that knows its special tokens' texts (InProcess): a content
+// without any of them needs no tokenizing to pass CheckSpecialText.
+type SpecialTextFinder interface {
+	// HasSpecialText reports whether text holds a control or unknown token's text: false
+	// means its tokens are the same with and without parse_special.
+	HasSpecialText(ctx context.Context, text string) bool
+}
+
 // CheckSpecialText refuses content whose tokens change when special-token text is parsed
 // (parse_special): such text would become control tokens inside the rendered prompt, an
-// injection path. The error wraps ErrSpecialText and names the first such token's text.
+// injection path. The error wraps ErrSpecialText and names the first such token's text. A
+// runtime that is a SpecialTextFinder and finds no special token's text in content passes it
+// without tokenizing: llama.cpp splits text at the same places with and without
+// parse_special then, so its tokens are the same.
 func CheckSpecialText(ctx context.Context, tok SpecialTokenizer, content string) error {
+	if f, ok := tok.(SpecialTextFinder); ok && !f.HasSpecialText(ctx, content) {
+		return nil
+	}
 	plain, err := tok.Tokenize(ctx, content, false)
 	if err != nil {
 		return err
