@@ -21,6 +21,10 @@ import (
 const benchSynopsis = `Usage: jev bench [-m MODEL.gguf] [-i rows.jsonl] [--contract direct|binary] [-o bench.json] [flags]
 
 Runs the same rows through each decision path, one after the other, and measures them:
+  prepare     the host alone: everything done for a row before llama_decode (validating,
+              rendering the chat template, the special-text and boundary checks, tokenizing),
+              rows prepared on every core at once (GOMAXPROCS), nothing decoded; its rate over
+              the fastest decoding path's is printed (prepare/decode)
   engine      in-process, all rows at once, one sequence per llama_decode: shared prefixes
               decoded once, results in input order, bit-identical to deciding each alone
   packed      the engine with packed decoding: up to 16 prompts per llama_decode as separate
@@ -67,7 +71,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cli.String(fs, &in, "i,input", "examples/tickets.jsonl", "rows `file` (JSONL)")
 	cli.String(fs, &contractName, "contract", "direct", "`contract`: direct (direct-options-v1) or binary (binary-candidates-v1)")
 	cli.String(fs, &out, "o,output", "", "write the figures to this JSON `file` and a chart beside it (.svg)")
-	cli.String(fs, &pathsFlag, "paths", "engine,packed,sequential,http,hardware", "the `paths` to run, comma-separated")
+	cli.String(fs, &pathsFlag, "paths", "prepare,engine,packed,sequential,http,hardware", "the `paths` to run, comma-separated")
 	cli.Int(fs, &limit, "n,rows", 0, "use only the first `n` rows (0: all)")
 	var serve bool
 	var clients, requests int

@@ -96,3 +96,24 @@ func TestBenchScoringsSweep(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, `unknown scoring "permute-x"`)
 }
+
+// jev bench --paths prepare,engine prepares the rows on the host alone, then decodes them:
+// the prepared prompts are the engine's, and the prepare/decode ratio is printed and saved.
+func TestBenchPreparePath(t *testing.T) {
+	rows := firstRows(t, "banking77/sample-200-8opt.jsonl", 6)
+	out := filepath.Join(t.TempDir(), "bench.json")
+	code, stdout, stderr := jev(t, "", withModel(t, "bench", "-i", rows, "--paths", "prepare,engine", "-o", out)...)
+	require.Equal(t, 0, code, stderr)
+	assert.Regexp(t, `\n  prepare\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+0   \(host only: [0-9]+ rows at once, nothing decoded\)`, stdout)
+	assert.Contains(t, stdout, "prepare/decode ")
+	var rep bench.Report
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &rep))
+	require.NotNil(t, rep.Prepare)
+	require.NotNil(t, rep.Engine)
+	assert.Equal(t, rep.Engine.PromptTokens, rep.Prepare.PromptTokens, "the same prompts, token for token in count")
+	assert.Positive(t, rep.Prepare.Workers)
+	assert.InDelta(t, rep.Prepare.DecisionsPerS/rep.Engine.DecisionsPerS, rep.Ratios.PrepareVsDecode, 1e-9)
+	assert.Greater(t, rep.Ratios.PrepareVsDecode, 1.0, "preparing a row costs less than deciding it")
+}

@@ -43,6 +43,8 @@ type Path struct {
 	SHA      [][]string  `json:"-"` // prompt_sha256s of each row (one, or one per candidate)
 	Chosen   []string    `json:"-"`
 	Logprobs [][]float64 `json:"-"` // each row's Logprobs
+	// Workers is how many rows the prepare path prepared at once (its goroutines).
+	Workers int `json:"workers,omitempty"`
 	// Decode is the results' decode mode ("one-sequence", "packed"; empty over HTTP).
 	Decode string `json:"decode,omitempty"`
 }
@@ -59,6 +61,9 @@ type Ratios struct {
 	PackedVsEngine           float64 `json:"packed_vs_engine,omitempty"`
 	PackedMaxAbsDeltaLogprob float64 `json:"packed_max_abs_delta_logprob,omitempty"`
 	PackedSameChoices        int     `json:"packed_same_choices,omitempty"`
+	// PrepareVsDecode is the prepare path's rows/s over the fastest decoding path's
+	// decisions/s (engine, packed): how far the host's preparing outruns the decoder.
+	PrepareVsDecode float64 `json:"prepare_vs_decode,omitempty"`
 }
 
 // Report is jev bench's JSON (-o bench.json).
@@ -68,6 +73,7 @@ type Report struct {
 	Model                    string           `json:"model"`
 	Contract                 string           `json:"contract"`
 	Paths                    map[string]*Path `json:"paths"`
+	Prepare                  *Path            `json:"prepare,omitempty"`
 	Engine                   *Path            `json:"engine,omitempty"`
 	Packed                   *Path            `json:"packed,omitempty"`
 	Sequential               *Path            `json:"sequential,omitempty"`
@@ -142,6 +148,17 @@ func (r *Report) Compare() {
 		r.Ratios.PackedVsEngine = r.Packed.DecisionsPerS / r.Engine.DecisionsPerS
 		r.Ratios.PackedMaxAbsDeltaLogprob, r.Ratios.PackedSameChoices = agreement(r.Packed, r.Engine)
 	}
+	if r.Prepare != nil {
+		fastest := 0.0
+		for _, p := range []*Path{r.Engine, r.Packed} {
+			if p != nil {
+				fastest = max(fastest, p.DecisionsPerS)
+			}
+		}
+		if fastest > 0 {
+			r.Ratios.PrepareVsDecode = r.Prepare.DecisionsPerS / fastest
+		}
+	}
 	ref := r.HTTP
 	if ref == nil {
 		ref = r.Sequential
@@ -189,6 +206,10 @@ func saveJSON(path string, v any) error {
 func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "bench: %s, %d rows, %d threads, %s\n\n", r.Contract, r.Rows, r.Threads, r.Model)
 	fmt.Fprintf(w, "  %-11s %12s %16s %9s %9s %8s\n", "path", "decisions/s", "prompt tokens/s", "p50 ms", "p95 ms", "errors")
+	if p := r.Prepare; p != nil {
+		fmt.Fprintf(w, "  %-11s %12.1f %16.1f %9.2f %9.2f %8d   (host only: %d rows at once, nothing decoded)\n",
+			p.Name, p.DecisionsPerS, p.PromptTokensPerS, p.P50MS, p.P95MS, p.Errors, p.Workers)
+	}
 	for _, p := range []*Path{r.Engine, r.Packed, r.Sequential, r.HTTP} {
 		if p == nil {
 			continue
@@ -198,11 +219,11 @@ func (r *Report) WriteText(w io.Writer) {
 	if r.HardwarePromptTokensPerS > 0 {
 		fmt.Fprintf(w, "  %-11s %12s %16.1f   (llama-bench -p %d)\n", "hardware", "", r.HardwarePromptTokensPerS, r.HardwarePromptTokens)
 	}
-	fmt.Fprintf(w, "\n  where the time goes (s of wall):\n")
-	for _, p := range []*Path{r.Engine, r.Packed, r.Sequential, r.HTTP} {
-		if p == nil || p.WallS == 0 {
-			continue
-		}
+	decoding := slices.DeleteFunc([]*Path{r.Engine, r.Packed, r.Sequential, r.HTTP}, func(p *Path) bool { return p == nil || p.WallS == 0 })
+	if len(decoding) > 0 {
+		fmt.Fprintf(w, "\n  where the time goes (s of wall):\n")
+	}
+	for _, p := range decoding {
 		fmt.Fprintf(w, "  %-11s wall %7.1f  decode %7.1f (%3.0f%%)  prepare %6.1f (%3.0f%%)\n", p.Name, p.WallS,
 			p.DecodeS, 100*p.DecodeS/p.WallS, p.PrepareS, 100*p.PrepareS/p.WallS)
 	}
@@ -219,8 +240,13 @@ func (r *Report) WriteText(w io.Writer) {
 		}
 		return fmt.Sprintf("%.2f×", v)
 	}
-	fmt.Fprintf(w, "\n  engine/http %s, engine/sequential %s, prefill efficiency %s\n",
-		ratio(r.Ratios.EngineVsHTTP, "×"), ratio(r.Ratios.EngineVsSequential, "×"), ratio(r.Ratios.PrefillEfficiency, "%"))
+	if r.Ratios.PrepareVsDecode > 0 {
+		fmt.Fprintf(w, "\n  prepare/decode %s (the prepare path's rate over the fastest decoding path's)\n", ratio(r.Ratios.PrepareVsDecode, "×"))
+	}
+	if r.Engine != nil {
+		fmt.Fprintf(w, "\n  engine/http %s, engine/sequential %s, prefill efficiency %s\n",
+			ratio(r.Ratios.EngineVsHTTP, "×"), ratio(r.Ratios.EngineVsSequential, "×"), ratio(r.Ratios.PrefillEfficiency, "%"))
+	}
 	if r.Packed != nil && r.Engine != nil {
 		fmt.Fprintf(w, "  packed/engine %s; packed vs engine: max |Δ logprob| %.3g, same choices %d/%d\n",
 			ratio(r.Ratios.PackedVsEngine, "×"), r.Ratios.PackedMaxAbsDeltaLogprob, r.Ratios.PackedSameChoices, r.Rows)

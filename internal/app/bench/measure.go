@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"time"
 
@@ -14,25 +15,28 @@ import (
 )
 
 // PathNames are the paths Measure knows, in the order it runs them.
-var PathNames = []string{"engine", "packed", "sequential", "http", "hardware"}
+var PathNames = []string{"prepare", "engine", "packed", "sequential", "http", "hardware"}
 
 // Config is what Measure runs: the rows through each of Paths (PathNames) on the model, with
-// the Base options (contract, threads, template, devices) the CLI parsed. Runtime is a
+// the Base options (contract, threads, template, devices) the CLI parsed. PrepareWorkers is
+// how many rows the prepare path prepares at once (0: runtime.GOMAXPROCS, every core). Runtime is a
 // llama-server's URL for the http path (else Server, a llama-server binary, is started on the
 // model: "" finds the one make server built, llamaserver.Find); LlamaBench is llama-bench's
 // binary for the hardware path ("" finds it beside llama-server); Log gets progress lines.
 type Config struct {
-	Model      string
-	Rows       []contract.Row
-	Paths      []string
-	Base       gojev.Options
-	Threads    int
-	Runtime    string
-	APIKey     string
-	NProbs     int
-	Server     string
-	LlamaBench string
-	Log        io.Writer
+	Model   string
+	Rows    []contract.Row
+	Paths   []string
+	Base    gojev.Options
+	Threads int
+	// PrepareWorkers: see above.
+	PrepareWorkers int
+	Runtime        string
+	APIKey         string
+	NProbs         int
+	Server         string
+	LlamaBench     string
+	Log            io.Writer
 }
 
 // Measure runs the rows through each path, one after the other, and returns the report with
@@ -83,6 +87,23 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		defer d.Close()
 		return Run(ctx, name, d, rows, together)
+	}
+	if slices.Contains(cfg.Paths, "prepare") {
+		if err := run("prepare", func() (*Path, error) {
+			d, err := gojev.Open(ctx, model, base)
+			if err != nil {
+				return nil, err
+			}
+			defer d.Close()
+			workers := cfg.PrepareWorkers
+			if workers <= 0 {
+				workers = runtime.GOMAXPROCS(0)
+			}
+			rep.Prepare, err = Prepare(ctx, "prepare", d, rows, workers)
+			return rep.Prepare, err
+		}); err != nil {
+			return nil, err
+		}
 	}
 	if slices.Contains(cfg.Paths, "engine") {
 		if err := run("engine", func() (p *Path, err error) {
@@ -153,7 +174,7 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 
 // meanPromptTokens is the rows' mean prompt length, from whichever path measured it.
 func meanPromptTokens(r *Report) int {
-	for _, p := range []*Path{r.Sequential, r.HTTP, r.Engine} {
+	for _, p := range []*Path{r.Sequential, r.HTTP, r.Engine, r.Prepare} {
 		if p != nil && p.PromptTokens > 0 {
 			prompts := r.Rows
 			if r.Contract == contract.BinaryPromptVersion {

@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"math"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gojev/gojev"
@@ -112,4 +114,54 @@ func agreement(a, b *Path) (maxAbsDelta float64, sameChoices int) {
 		}
 	}
 	return maxAbsDelta, sameChoices
+}
+
+// Prepare measures the host's share of deciding rows: everything done for a row before
+// llama_decode (gojev.Decider.Render: validating, rendering the chat template, the special-text
+// and boundary checks, tokenizing), on workers goroutines at once (at least 1), each taking
+// the next row. Nothing is decoded: DecisionsPerS is rows prepared a second, PromptTokens the
+// tokens they would decode, P50MS and P95MS one row's preparing time.
+func Prepare(ctx context.Context, name string, d *gojev.Decider, rows []contract.Row, workers int) (*Path, error) {
+	workers = max(1, min(workers, len(rows)))
+	p := &Path{Name: name, Workers: workers, SHA: make([][]string, len(rows)), Chosen: make([]string, len(rows)), Logprobs: make([][]float64, len(rows))}
+	lat := make([]time.Duration, len(rows))
+	errs := make([]error, len(rows))
+	tokens := make([]int64, len(rows))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(rows) || ctx.Err() != nil {
+					return
+				}
+				t0 := time.Now()
+				ps, err := d.Render(ctx, rows[i])
+				lat[i], errs[i] = time.Since(t0), err
+				for _, pr := range ps {
+					tokens[i] += int64(pr.NTokens)
+					p.SHA[i] = append(p.SHA[i], pr.SHA256)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ok := lat[:0:0]
+	for i, err := range errs {
+		if err != nil {
+			p.Errors++
+			continue
+		}
+		ok = append(ok, lat[i])
+		p.PromptTokens += tokens[i]
+	}
+	p.PrepareS = wall.Seconds()
+	finish(p, len(rows), wall, ok)
+	return p, nil
 }
