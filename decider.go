@@ -2,6 +2,7 @@ package gojev
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,9 @@ type Decider struct {
 	// while serialised (measurements/gpu/).
 	cpu    sync.Mutex
 	serial bool
+	// preparers holds a slot for each row being prepared on its own goroutine (Begin, when
+	// preparing overlaps decoding): max(2, GOMAXPROCS) at once.
+	preparers chan struct{}
 	// preparing counts rows being prepared (begin) or announced by DecideAll and not yet
 	// handed to the scheduler; prepared is signalled when it drops to zero. A packed
 	// runtime's scheduler waits for them instead of decoding a thin pack.
@@ -92,6 +96,7 @@ func newDecider(ctx context.Context, rt backend.Backend, opts Options) (*Decider
 	d.submit = make(chan *job, 64)
 	d.prepared = make(chan struct{}, 1)
 	d.serial = decodesOnCPU(rt)
+	d.preparers = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
 	d.packSeqs = 1
 	if pk, ok := rt.(backend.Packer); ok && pk.DecodeMode() == backend.DecodePacked {
 		d.packSeqs = pk.PackSeqs()

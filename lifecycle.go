@@ -38,7 +38,11 @@ func (d *Decider) begin(ctx context.Context, row contract.Row, method debias.Met
 	if err := validate(row); err != nil {
 		return nil, err
 	}
-	seq := d.next.Add(1)
+	return d.beginSeq(ctx, d.next.Add(1), row, method, permute)
+}
+
+// beginSeq is begin for a valid row, numbered seq in the scheduler's order.
+func (d *Decider) beginSeq(ctx context.Context, seq uint64, row contract.Row, method debias.Method, permute int) (*request, error) {
 	if len(row.Options) > contract.MaxOptions && d.opts.Contract.lettered() && !d.opts.manyBinary() {
 		return d.beginKnockout(ctx, seq, row, method, permute)
 	}
