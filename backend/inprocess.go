@@ -138,8 +138,13 @@ func newInProcess(model *llama.Model, opts InProcessOptions) (*InProcess, error)
 		return nil, err
 	}
 	b := &InProcess{model: model, tmpl: tmpl, tok: tok, noReuse: opts.NoPrefixReuse, opts: opts}
-	lctx, err := llama.NewContext(model, llama.ContextParams{NCtx: opts.NCtx, NBatch: opts.NBatch, NUBatch: opts.NBatch,
-		NSeqMax: nSeq, KVUnified: nSeq > 1, NThreads: opts.NThreads, NThreadsBatch: opts.NThreads, NoOpOffload: opts.NoGPU})
+	split := nSeq > 1 && opts.SplitKV
+	nCtx := opts.NCtx
+	if split {
+		nCtx *= nSeq // each sequence its own NCtx cells
+	}
+	lctx, err := llama.NewContext(model, llama.ContextParams{NCtx: nCtx, NBatch: opts.NBatch, NUBatch: opts.NUBatch,
+		NSeqMax: nSeq, KVUnified: nSeq > 1 && !split, FlashAttn: opts.FlashAttn, NThreads: opts.NThreads, NThreadsBatch: opts.NThreads, NoOpOffload: opts.NoGPU})
 	if err != nil {
 		b.closeTemplates()
 		return nil, err
@@ -151,6 +156,9 @@ func newInProcess(model *llama.Model, opts InProcessOptions) (*InProcess, error)
 		return nil, err
 	}
 	b.lctx, b.batch, b.nCtx, b.nBatch, b.nCtxTrain = lctx, batch, lctx.NCtx(), opts.NBatch, train
+	if split {
+		b.nCtx = lctx.NCtx() / nSeq // a prompt's room: one sequence's buffer
+	}
 	b.opts.NCtx = b.nCtx
 	return b, nil
 }

@@ -69,9 +69,16 @@ type InProcessOptions struct {
 	// NCtx is n_ctx, the KV cache size in tokens: the longest prompt. Default
 	// min(DefaultNCtx, n_ctx_train); a larger value is capped at the model's n_ctx_train.
 	NCtx int
-	// NBatch is n_batch and n_ubatch, the most tokens one llama_decode submits (default
-	// DefaultNBatch, at most NCtx, at least MinNBatch). Longer prompts are decoded in chunks.
+	// NBatch is n_batch, the most tokens one llama_decode submits (default DefaultNBatch, at
+	// most NCtx, at least MinNBatch). Longer prompts are decoded in chunks.
 	NBatch int
+	// NUBatch is n_ubatch, the most tokens the backend computes at once within a llama_decode
+	// (default NBatch; at most NBatch).
+	NUBatch int
+	// FlashAttn turns flash attention on (flash_attn_type enabled; off by default: on the CPU
+	// backend its kernel is slower and changes the logits beyond the parity bound; docs/gpu.md
+	// has the GPU grid).
+	FlashAttn bool
 	// NThreads is n_threads and n_threads_batch (default runtime.NumCPU(): prompt processing
 	// on a CPU is compute-bound and uses every core).
 	NThreads int
@@ -87,6 +94,13 @@ type InProcessOptions struct {
 	// PackSeqs is the most prompts one packed llama_decode takes (default DefaultPackSeqs):
 	// the context gets n_seq_max PackSeqs+1 and a unified KV cache (kv_unified).
 	PackSeqs int
+	// NoSharedPrefix decodes each packed prompt whole in its own sequence, instead of their
+	// common prefix once in sequence 0 copied to the others (llama_memory_seq_cp).
+	NoSharedPrefix bool
+	// SplitKV gives each sequence of a packed context a KV buffer of its own, NCtx cells each
+	// (kv_unified false; n_ctx becomes NCtx × n_seq_max), instead of one unified buffer. Parts
+	// of a sequence cannot be copied between split buffers, so it implies NoSharedPrefix.
+	SplitKV bool
 	// NoPrefixReuse decodes every prompt whole, clearing the KV cache first, as a runtime
 	// without prompt caching would (jev bench's one-at-a-time baseline).
 	NoPrefixReuse bool
@@ -110,7 +124,7 @@ func (o InProcessOptions) Check() error {
 	for _, v := range []struct {
 		name string
 		n    int
-	}{{"n_ctx", o.NCtx}, {"n_batch", o.NBatch}, {"n_threads", o.NThreads}} {
+	}{{"n_ctx", o.NCtx}, {"n_batch", o.NBatch}, {"n_ubatch", o.NUBatch}, {"n_threads", o.NThreads}} {
 		if v.n < 0 {
 			return fmt.Errorf("%w: %s %d is negative (0 means the default)", ErrOptions, v.name, v.n)
 		}
@@ -150,8 +164,14 @@ func (o InProcessOptions) resolve(nCtxTrain int) (InProcessOptions, error) {
 	if o.NBatch < MinNBatch {
 		return o, fmt.Errorf("%w: n_batch %d (at least %d)", ErrOptions, o.NBatch, MinNBatch)
 	}
+	if o.NUBatch == 0 || o.NUBatch > o.NBatch {
+		o.NUBatch = o.NBatch
+	}
 	if o.NThreads == 0 {
 		o.NThreads = runtime.NumCPU()
+	}
+	if o.SplitKV {
+		o.NoSharedPrefix = true
 	}
 	return o, nil
 }

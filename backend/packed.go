@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/gojev/gojev/llama"
 )
@@ -64,7 +65,14 @@ func (b *InProcess) NextTokens(ctx context.Context, prompts [][]int32, ids [][]i
 		return nil, llama.ErrClosed
 	}
 	for start := 0; start < len(prompts); {
-		end, prefix := packGroup(prompts, start, b.nCtx)
+		room := b.nCtx
+		if b.opts.SplitKV {
+			room = math.MaxInt // each sequence has its own b.nCtx cells (checkPrompt)
+		}
+		end, prefix := packGroup(prompts, start, room)
+		if b.opts.NoSharedPrefix {
+			prefix = 0
+		}
 		err := b.decodeGroup(ctx, prompts[start:end], ids[start:end], prefix, out[start:end])
 		if errors.Is(err, llama.ErrNoKVSlot) && ctx.Err() == nil {
 			// A fragmented cache: start from an empty one.

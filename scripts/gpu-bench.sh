@@ -10,7 +10,8 @@
 #       numpy (about 16 MB).
 # On the GPU machine, in the unpacked folder:
 #   ./gpu-bench.sh run [--arch 90] [--plugin FILE] [--shape qwen2.5-1.5b] [--type f16]
-#                      [--rows 64] [--out results]
+#                      [--rows 64] [--out results] [--grid] [--quant q4_k_m]
+#                      [--llama-bench FILE]
 #       1. builds the CUDA plugin (libggml-cuda.so, GGML_BACKEND_DL) from the bundled sources
 #          for one architecture (90 = H100/H200), unless --plugin names one already there;
 #       2. writes a model of Qwen2.5-1.5B's shape with random weights and the real Qwen2
@@ -18,6 +19,11 @@
 #       3. generates Banking77-shaped rows (8 and 16 options) and runs jev bench with the
 #          paths engine (one sequence), packed and sequential (one at a time): direct with 8
 #          and with 16 options, and the binary contract; JSON and charts into --out.
+#       4. with --grid: the batch grid of docs/gpu.md on the 8-option rows (sequences per
+#          decode, n_batch, n_ubatch, flash attention, kv_unified, the shared prefix), the
+#          prepare path and, with --llama-bench, llama.cpp's prefill rate on the same model;
+#          again on the model quantized to --quant (jev quantize) unless --quant none;
+#          grid.md and grid-*.json into --out.
 #   ./gpu-bench.sh run --cpu --shape tiny --rows 8     the same on the CPU backend, no CUDA
 #       (how the script is tested without a GPU).
 # Every step prints its time; the whole run is meant to fit 9 minutes on 16 cores.
@@ -79,7 +85,7 @@ CMAKE
 }
 
 run() {
-  local arch=90 plugin="" shape=qwen2.5-1.5b wtype=f16 rows=64 out=results cpu=0 threads
+  local arch=90 plugin="" shape=qwen2.5-1.5b wtype=f16 rows=64 out=results cpu=0 threads grid=0 quant=q4_k_m lbench=""
   threads=$(nproc 2>/dev/null || echo 4)
   while [ $# -gt 0 ]; do
     case "$1" in
@@ -90,10 +96,14 @@ run() {
       --rows) rows=$2; shift 2 ;;
       --out) out=$2; shift 2 ;;
       --cpu) cpu=1; shift ;;
+      --grid) grid=1; shift ;;
+      --quant) quant=$2; shift 2 ;;
+      --llama-bench) lbench=$2; shift 2 ;;
       *) say "unknown argument $1"; exit 2 ;;
     esac
   done
   local jev="${JEV_BIN:-$here/bin/jev}" tree="${LLAMA_CPP_DIR:-$here/llama.cpp}"
+  jev_bin=$jev
   local synth="$here/scripts/synthetic-model.py"
   [ -f "$synth" ] || synth="$here/synthetic-model.py"
   mkdir -p "$out"
@@ -172,11 +182,81 @@ PY
   "$jev" bench -m "$model" -t "$threads" "${gpu_flags[@]}" --contract binary -n "$nbin" -i "$out/rows-16opt.jsonl" --paths engine,packed,sequential -o "$out/binary-16opt.json" >"$out/binary-16opt.txt"
   step "jev bench, binary, 16 candidates, $nbin rows"
   cat "$out"/direct-8opt.txt "$out"/direct-16opt.txt "$out"/binary-16opt.txt
+  if [ "$grid" = 1 ]; then
+    local models=("$model")
+    if [ "$quant" != none ]; then
+      local qmodel="$out/synthetic-$shape-$quant.gguf"
+      [ -f "$qmodel" ] || "$jev" quantize "$model" "$qmodel" --type "$quant" -t "$threads" >&2
+      step "jev quantize $wtype -> $quant"
+      models+=("$qmodel")
+    fi
+    for m in "${models[@]}"; do
+      gridrun "$m" "$out" "$threads" "$lbench" "${gpu_flags[@]}"
+    done
+    python3 - "$out" <<'PY'
+import glob, json, os, sys
+out = sys.argv[1]
+lines = ["| model | setting | decisions/s | prompt tokens/s | packed/engine | share of llama-bench |", "|---|---|---|---|---|---|"]
+for path in sorted(glob.glob(f"{out}/grid-*.json"), key=os.path.getmtime):
+    r = json.load(open(path))
+    name = os.path.basename(path)[5:-5]
+    model, _, setting = name.partition("--")
+    hw = r.get("hardware_prompt_tokens_per_s") or 0
+    for key in ("prepare", "engine", "packed"):
+        p = r.get(key)
+        if not p:
+            continue
+        share = f"{p['prompt_tokens_per_s'] / hw:.0%}" if hw and key != "prepare" else ""
+        ratio = f"{r['ratios'].get('packed_vs_engine', 0):.2f}" if key == "packed" and r["ratios"].get("packed_vs_engine") else ""
+        lines.append(f"| {model} | {setting} {key} | {p['decisions_per_s']:.1f} | {p['prompt_tokens_per_s']:.0f} | {ratio} | {share} |")
+    if hw:
+        lines.append(f"| {model} | llama-bench -p {r.get('hardware_prompt_tokens')} | | {hw:.0f} | | 100% |")
+open(f"{out}/grid.md", "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY
+  fi
   say "results in $out (JSON, SVG charts, text); total $(( $(date +%s) - t0 ))s"
+}
+
+# gridrun MODEL OUT THREADS LLAMA_BENCH GPU_FLAGS...: the batch grid on the 8-option rows, one
+# jev bench each (grid-<model>--<setting>.json); the first adds the prepare and engine paths and,
+# with a llama-bench, the hardware's prefill rate.
+gridrun() {
+  local model=$1 out=$2 threads=$3 lbench=$4
+  shift 4
+  local name
+  name=$(basename "$model" .gguf)
+  name=${name#synthetic-}
+  # setting|flags: n_ctx grows with the sequences a decode packs (about 256 tokens each).
+  local settings=(
+    "s16-b512|--pack-seqs 16 -c 4096 -b 512"
+    "s64-b2048|--pack-seqs 64 -c 16384 -b 2048"
+    "s128-b4096-ub1024|--pack-seqs 128 -c 32768 -b 4096 -ub 1024"
+    "s128-b8192-ub2048|--pack-seqs 128 -c 32768 -b 8192 -ub 2048"
+    "s128-b4096-ub1024-fa|--pack-seqs 128 -c 32768 -b 4096 -ub 1024 -fa"
+    "s128-b4096-ub1024-noprefix|--pack-seqs 128 -c 32768 -b 4096 -ub 1024 --no-shared-prefix"
+    "s128-b4096-ub1024-split|--pack-seqs 128 -c 512 -b 4096 -ub 1024 --no-kv-unified"
+    "s255-b8192-ub4096-fa|--pack-seqs 255 -c 65536 -b 8192 -ub 4096 -fa"
+  )
+  local first=1 s setting flags paths
+  for s in "${settings[@]}"; do
+    setting=${s%%|*} flags=${s#*|}
+    paths=packed
+    if [ "$first" = 1 ]; then
+      paths=prepare,engine,packed
+      [ -n "$lbench" ] && paths=$paths,hardware
+    fi
+    # shellcheck disable=SC2086
+    "$jev_bin" bench -m "$model" -t "$threads" "$@" $flags ${lbench:+--llama-bench "$lbench"} -i "$out/rows-8opt.jsonl" \
+      --paths "$paths" -o "$out/grid-$name--$setting.json" >"$out/grid-$name--$setting.txt" 2>"$out/grid-$name--$setting.log" \
+      || { tail -5 "$out/grid-$name--$setting.log" >&2; say "grid $name $setting failed"; }
+    step "grid, $name, $setting"
+    first=0
+  done
 }
 
 case "${1:-}" in
   pack) shift; pack "$@" ;;
   run) shift; run "$@" ;;
-  *) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

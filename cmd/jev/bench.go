@@ -66,12 +66,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := cli.NewFlagSet("bench")
 	var mf modelFlags
 	mf.register(fs)
-	var in, out, contractName, pathsFlag string
+	mf.registerDecoding(fs)
+	var in, out, contractName, pathsFlag, llamaBench string
 	var limit int
 	cli.String(fs, &in, "i,input", "examples/tickets.jsonl", "rows `file` (JSONL)")
 	cli.String(fs, &contractName, "contract", "direct", "`contract`: direct (direct-options-v1) or binary (binary-candidates-v1)")
 	cli.String(fs, &out, "o,output", "", "write the figures to this JSON `file` and a chart beside it (.svg)")
 	cli.String(fs, &pathsFlag, "paths", "prepare,engine,packed,sequential,http,hardware", "the `paths` to run, comma-separated")
+	cli.String(fs, &llamaBench, "llama-bench", "", "llama.cpp's llama-bench `binary` for the hardware path (default: the one make server built)")
 	cli.Int(fs, &limit, "n,rows", 0, "use only the first `n` rows (0: all)")
 	var serve bool
 	var clients, requests int
@@ -142,7 +144,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	opts.Contract = ctr
 	rep, err := bench.Measure(ctx, bench.Config{Model: model, Rows: rows, Paths: paths, Base: opts, Threads: mf.threads,
-		Runtime: mf.runtime, APIKey: mf.key(), NProbs: mf.nProbs, Log: stderr})
+		Runtime: mf.runtime, APIKey: mf.key(), NProbs: mf.nProbs, LlamaBench: llamaBench, Log: stderr})
 	if err != nil {
 		return err
 	}
@@ -152,7 +154,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "bench: wrote %s and %s\n", out, svg)
+		if svg == "" {
+			fmt.Fprintf(stderr, "bench: wrote %s\n", out)
+		} else {
+			fmt.Fprintf(stderr, "bench: wrote %s and %s\n", out, svg)
+		}
 	}
 	return nil
 }

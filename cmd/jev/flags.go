@@ -39,6 +39,10 @@ type modelFlags struct {
 	plugins      string
 	cpuFallback  bool
 	decode       string
+	// the packed decode's settings (registerDecoding)
+	nUBatch                            int
+	flashAttn, noSharedPrefix, splitKV bool
+	packSeqs                           int
 	// serving is jev serve's: --api-key then names the keys the server accepts, and --runtime's
 	// own key comes from $JEV_RUNTIME_API_KEY.
 	serving bool
@@ -70,7 +74,12 @@ func (f *modelFlags) register(fs *cli.FlagSet) {
 func (f *modelFlags) registerDecoding(fs *cli.FlagSet) {
 	cli.Int(fs, &f.nCtx, "c,ctx-size", backend.DefaultNCtx, "n_ctx: the longest prompt in `tokens`; longer rows get an error record (llama.cpp rounds small values up to 256 and jev caps it at the model's training context)")
 	cli.Int(fs, &f.nBatch, "b,batch-size", backend.DefaultNBatch, "n_batch: most `tokens` per llama_decode call")
-	cli.String(fs, &f.decode, "decode", "", "`mode`: one-sequence (one prompt per llama_decode: exact, the CPU default) or packed (up to 16 prompts per llama_decode sharing their prefix: the default when layers are offloaded to a GPU; not bit-identical to one-sequence: docs/gpu.md); every record says which decided it")
+	cli.String(fs, &f.decode, "decode", "", "`mode`: one-sequence (one prompt per llama_decode: exact, the CPU default) or packed (up to --pack-seqs prompts per llama_decode sharing their prefix: the default when layers are offloaded to a GPU; not bit-identical to one-sequence: docs/gpu.md); every record says which decided it")
+	cli.Int(fs, &f.nUBatch, "ub,ubatch-size", 0, "n_ubatch: most `tokens` the backend computes at once within a llama_decode (default: n_batch)")
+	cli.Bool(fs, &f.flashAttn, "fa,flash-attn", "flash attention on (off by default; docs/gpu.md measures it)")
+	cli.Int(fs, &f.packSeqs, "pack-seqs", backend.DefaultPackSeqs, "packed decoding: most `prompts` per llama_decode, each its own sequence (n_seq_max = this + 1)")
+	cli.Bool(fs, &f.noSharedPrefix, "no-shared-prefix", "packed decoding: decode each prompt whole in its own sequence instead of their common prefix once, copied (llama_memory_seq_cp)")
+	cli.Bool(fs, &f.splitKV, "no-kv-unified", "packed decoding: a KV buffer per sequence (kv_unified off; n_ctx × n_seq_max cells in all); implies --no-shared-prefix")
 }
 
 // modelPath resolves -m, then $JEV_MODEL, then the cached default model.
@@ -111,11 +120,12 @@ func (f *modelFlags) pluginList() []string {
 // the caller's).
 func (f *modelFlags) options() (gojev.Options, error) {
 	opts := gojev.Options{
-		Runtime: backend.InProcessOptions{NGPULayers: f.nGPULayers, NoGPU: f.nGPULayers == 0, NCtx: f.nCtx, NBatch: f.nBatch, NThreads: f.threads, NoMmap: f.noMmap, Renderer: f.renderer, Plugins: f.pluginList(), CPUFallback: f.cpuFallback, Decode: f.decode},
+		Runtime: backend.InProcessOptions{NGPULayers: f.nGPULayers, NoGPU: f.nGPULayers == 0, NCtx: f.nCtx, NBatch: f.nBatch, NThreads: f.threads, NoMmap: f.noMmap, Renderer: f.renderer, Plugins: f.pluginList(), CPUFallback: f.cpuFallback, Decode: f.decode,
+			NUBatch: f.nUBatch, FlashAttn: f.flashAttn, PackSeqs: f.packSeqs, NoSharedPrefix: f.noSharedPrefix, SplitKV: f.splitKV},
 	}
 	// The runtime's own check (backend.InProcessOptions.Check), before any model is loaded.
-	if err := (backend.InProcessOptions{NCtx: f.nCtx, NBatch: f.nBatch, NThreads: f.threads, Decode: f.decode}).Check(); err != nil {
-		return opts, cli.Usage(fmt.Errorf("%w (flags -c/--ctx-size, -b/--batch-size, -t/--threads, --decode)", err))
+	if err := (backend.InProcessOptions{NCtx: f.nCtx, NBatch: f.nBatch, NUBatch: f.nUBatch, NThreads: f.threads, Decode: f.decode, PackSeqs: f.packSeqs}).Check(); err != nil {
+		return opts, cli.Usage(fmt.Errorf("%w (flags -c/--ctx-size, -b/--batch-size, -ub/--ubatch-size, -t/--threads, --decode, --pack-seqs)", err))
 	}
 	kwargs, warnings, err := backend.ParseTemplateKwargs([]byte(f.kwargs))
 	if err != nil {

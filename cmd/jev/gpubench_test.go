@@ -16,8 +16,10 @@ import (
 
 // TestGPUBenchScriptRunsOnTheCPU runs scripts/gpu-bench.sh as a GPU machine would, but on the
 // CPU backend with the tiny synthetic shape: pack the bundle (at most 60 MB), unpack it
-// elsewhere, run it from there. Every bench file holds the engine, packed and sequential paths,
-// packed results record their mode, and the run stays within the script's 9-minute budget.
+// elsewhere, run it from there, with the batch grid. Every bench file holds the engine, packed
+// and sequential paths, packed results record their mode, every grid setting ran on the f16
+// model and on its Q4_K_M quantization (jev quantize), and the run stays within the script's
+// 9-minute budget.
 func TestGPUBenchScriptRunsOnTheCPU(t *testing.T) {
 	testenv.SyntheticModel(t, "tiny") // skips/fails, saying why, without python3, numpy or the tree
 	root := testenv.RepoRoot(t)
@@ -35,7 +37,7 @@ func TestGPUBenchScriptRunsOnTheCPU(t *testing.T) {
 
 	start := time.Now()
 	results := filepath.Join(dir, "results")
-	run := exec.Command("bash", filepath.Join(dir, "gpu-bench", "gpu-bench.sh"), "run", "--cpu", "--shape", "tiny", "--rows", "4", "--out", results)
+	run := exec.Command("bash", filepath.Join(dir, "gpu-bench", "gpu-bench.sh"), "run", "--cpu", "--shape", "tiny", "--rows", "4", "--out", results, "--grid")
 	out, err = run.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	elapsed := time.Since(start)
@@ -62,4 +64,13 @@ func TestGPUBenchScriptRunsOnTheCPU(t *testing.T) {
 		assert.Greater(t, rep.Ratios.PackedVsEngine, 0.0, f)
 		assert.Equal(t, 4, rep.Rows, f)
 	}
+	grid, err := os.ReadFile(filepath.Join(results, "grid.md"))
+	require.NoError(t, err)
+	for _, model := range []string{"tiny-f16", "tiny-q4_k_m"} {
+		for _, setting := range []string{"s16-b512 prepare", "s16-b512 engine", "s16-b512 packed", "s64-b2048 packed",
+			"s128-b4096-ub1024-fa packed", "s128-b4096-ub1024-noprefix packed", "s128-b4096-ub1024-split packed", "s255-b8192-ub4096-fa packed"} {
+			assert.Regexp(t, `\| `+model+` \| `+setting+` \| [0-9.]+ \|`, string(grid), "%s %s", model, setting)
+		}
+	}
+	assert.NotContains(t, string(out), "failed")
 }

@@ -52,6 +52,7 @@ Usage:
   jev check                                        run the start-up checks and print the answer slots
   jev parity [-i rows.jsonl] [--runtime URL]       compare prompts, tokens, log-probs and choices with llama-server
   jev bench  [-i rows.jsonl] [-o bench.json]       measure the engine, in-process and HTTP paths
+  jev quantize IN.gguf OUT.gguf [--type q4_k_m]    quantize a model's weights, as llama-quantize does
   jev version                                      gojev's version, the llama.cpp pin, the default model
 
 decide, render, check, parity, bench, redteam and serve take -m MODEL.gguf; without it, $JEV_MODEL, else the default model
@@ -101,6 +102,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runCalibrate(ctx, args[1:], stdout, stderr)
 	case "serve":
 		err = runServe(ctx, args[1:], stdout, stderr)
+	case "quantize":
+		err = runQuantize(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/backend"
+	"github.com/gojev/gojev/internal/cli"
 	"github.com/gojev/gojev/llama"
 )
 
@@ -68,3 +69,11 @@ func decidingDevice(devs []llama.Device, nGPULayers, plugins int) string {
 
 // gib writes a byte count in GiB.
 func gib(n uint64) string { return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30)) }
+
+// quantize is jev quantize's work (llama.Quantize).
+func quantize(in, out, typ string, threads int) error {
+	if !slices.Contains(llama.QuantTypes, strings.ToLower(typ)) {
+		return cli.Usage(fmt.Errorf("--type %q: want one of %s", typ, strings.Join(llama.QuantTypes, ", ")))
+	}
+	return llama.Quantize(in, out, typ, threads)
+}

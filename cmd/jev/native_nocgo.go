@@ -25,3 +25,5 @@ func printInProcess(io.Writer, *gojev.Decider, int) {}
 func runParity(context.Context, []string, io.Writer, io.Writer) error {
 	return cli.Usage(errors.Join(errors.New("jev parity compares the in-process runtime with llama-server"), errNeedsCgo))
 }
+
+func quantize(string, string, string, int) error { return cli.Usage(errNeedsCgo) }

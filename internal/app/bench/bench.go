@@ -110,11 +110,15 @@ func finish(p *Path, rows int, wall time.Duration, lat []time.Duration) {
 }
 
 // LlamaBench runs llama.cpp's llama-bench for the prompt-processing rate of nTokens-token
-// prompts on the model and threads, flash attention off as gojev decodes (-p N -n 0 -fa 0
-// -r 3 -o json), and returns tokens/s (avg_ts).
-func LlamaBench(ctx context.Context, bin, model string, threads, nTokens int) (float64, error) {
+// prompts on the model and threads, flash attention on or off as gojev decodes (-p N -n 0
+// -fa 0|1 -r 3 -o json), and returns tokens/s (avg_ts).
+func LlamaBench(ctx context.Context, bin, model string, threads, nTokens int, flashAttn bool) (float64, error) {
+	fa := "0"
+	if flashAttn {
+		fa = "1"
+	}
 	cmd := exec.CommandContext(ctx, bin, "-m", model, "-p", fmt.Sprint(nTokens), "-n", "0", "-t", fmt.Sprint(threads),
-		"-fa", "0", "-r", "3", "-o", "json")
+		"-fa", fa, "-r", "3", "-o", "json")
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr string
@@ -180,10 +184,14 @@ func (r *Report) Compare() {
 }
 
 // Save writes the report as indented JSON to path and its chart (WriteSVG) beside it, the
-// .json suffix replaced by .svg; it returns the chart's path.
+// .json suffix replaced by .svg; it returns the chart's path ("" when no decoding path ran: the
+// prepare path alone has no chart).
 func (r *Report) Save(path string) (svg string, err error) {
 	if err := saveJSON(path, r); err != nil {
 		return "", err
+	}
+	if r.Engine == nil && r.Packed == nil && r.Sequential == nil && r.HTTP == nil {
+		return "", nil
 	}
 	svg = strings.TrimSuffix(path, ".json") + ".svg"
 	return svg, atomicfile.Write(svg, r.WriteSVG)

@@ -18,7 +18,7 @@ import (
 func (r *Report) WriteSVG(w io.Writer) error {
 	var names []string
 	var dps, tps plotter.Values
-	for _, p := range []*Path{r.Engine, r.Sequential, r.HTTP} {
+	for _, p := range []*Path{r.Engine, r.Packed, r.Sequential, r.HTTP} {
 		if p == nil {
 			continue
 		}

@@ -56,7 +56,8 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 	b := cfg.Base // the runtime settings every path shares; each path sets its own decoding
 	cfg.Base = gojev.Options{
 		Contract: b.Contract,
-		Runtime:  backend.InProcessOptions{Options: backend.Options{ChatTemplateKwargs: b.Runtime.ChatTemplateKwargs, TemplateTime: b.Runtime.TemplateTime}, NThreads: cfg.Threads, NGPULayers: b.Runtime.NGPULayers, NoGPU: b.Runtime.NoGPU, Plugins: b.Runtime.Plugins, CPUFallback: b.Runtime.CPUFallback, ChatTemplate: b.Runtime.ChatTemplate},
+		Runtime: backend.InProcessOptions{Options: backend.Options{ChatTemplateKwargs: b.Runtime.ChatTemplateKwargs, TemplateTime: b.Runtime.TemplateTime}, NThreads: cfg.Threads, NGPULayers: b.Runtime.NGPULayers, NoGPU: b.Runtime.NoGPU, Plugins: b.Runtime.Plugins, CPUFallback: b.Runtime.CPUFallback, ChatTemplate: b.Runtime.ChatTemplate,
+			NCtx: b.Runtime.NCtx, NBatch: b.Runtime.NBatch, NUBatch: b.Runtime.NUBatch, FlashAttn: b.Runtime.FlashAttn, PackSeqs: b.Runtime.PackSeqs, NoSharedPrefix: b.Runtime.NoSharedPrefix, SplitKV: b.Runtime.SplitKV},
 	}
 	rows, model := cfg.Rows, cfg.Model
 	rep := &Report{Rows: len(rows), Threads: cfg.Threads, Model: model, Contract: cfg.Base.Contract.String(), Started: time.Now().UTC()}
@@ -162,8 +163,8 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 		if n == 0 {
 			n = 256
 		}
-		fmt.Fprintf(cfg.Log, "bench: hardware: llama-bench -p %d -t %d ...\n", n, cfg.Threads)
-		if rep.HardwarePromptTokensPerS, err = LlamaBench(ctx, cfg.LlamaBench, model, cfg.Threads, n); err != nil {
+		fmt.Fprintf(cfg.Log, "bench: hardware: %s -p %d -t %d ...\n", cfg.LlamaBench, n, cfg.Threads)
+		if rep.HardwarePromptTokensPerS, err = LlamaBench(ctx, cfg.LlamaBench, model, cfg.Threads, n, cfg.Base.Runtime.FlashAttn); err != nil {
 			return nil, err
 		}
 		rep.HardwarePromptTokens = n
