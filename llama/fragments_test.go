@@ -103,6 +103,37 @@ func TestFragmentTokenizerEqualsLlamaTokenize(t *testing.T) {
 	assert.GreaterOrEqual(t, fragmented, len(files)/2)
 }
 
+// TestTokenizeRefusesCodePointsAboveUnicode: a four-byte UTF-8 form above U+10FFFF made
+// llama_tokenize throw std::invalid_argument("invalid codepoint") through the C API and abort
+// the process (found by FuzzFragmentTokenizer); it is now an error, and other invalid UTF-8
+// still tokenizes as llama.cpp does, one U+FFFD per byte it cannot decode.
+func TestTokenizeRefusesCodePointsAboveUnicode(t *testing.T) {
+	v := loadVocab(t, filepath.Join(testenv.LlamaCppDir(t), "models", "ggml-vocab-qwen2.gguf")).Vocab()
+	ft, err := llama.NewFragmentTokenizer(v)
+	require.NoError(t, err)
+	for _, text := range []string{"a\xf4\x90\x80\x80b", "<|im_start|>\xf7\xbf\xbf\xbf", "ok \xf5\x80\x80\x80"} {
+		_, err := v.Tokenize(text, false, true)
+		require.ErrorIs(t, err, llama.ErrTokenize, "%q", text)
+		require.ErrorContains(t, err, "above U+10FFFF")
+		_, err = ft.Tokenize(text, true)
+		require.ErrorIs(t, err, llama.ErrTokenize, "%q", text)
+	}
+	// U+10FFFF itself, a lone lead byte, a cut four-byte form and a stray continuation byte
+	for _, text := range []string{"a\U0010FFFFb", "a\xf4b", "\xf4\x90\x80", "\x80x", "\xff\xfe"} {
+		toks, err := v.Tokenize(text, false, true)
+		require.NoError(t, err, "%q", text)
+		require.NotEmpty(t, toks)
+		got, err := ft.Tokenize(text, true)
+		require.NoError(t, err)
+		require.Equal(t, toks, got)
+	}
+	replaced, err := v.Tokenize("\uFFFDx", false, false)
+	require.NoError(t, err)
+	bad, err := v.Tokenize("\xffx", false, false)
+	require.NoError(t, err)
+	require.Equal(t, replaced, bad, "an undecodable byte tokenizes as U+FFFD")
+}
+
 // FuzzFragmentTokenizer: any text tokenizes alike through the fragment tokenizer and
 // llama_tokenize, under a BPE vocabulary (Qwen2's, the default model's) and a SentencePiece one.
 func FuzzFragmentTokenizer(f *testing.F) {
@@ -121,9 +152,14 @@ func FuzzFragmentTokenizer(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string) {
 		for i, v := range vocabs {
 			for _, parse := range []bool{false, true} {
-				want, err := v.Tokenize(text, false, parse)
-				require.NoError(t, err)
+				want, wantErr := v.Tokenize(text, false, parse)
 				got, err := fts[i].Tokenize(text, parse)
+				if wantErr != nil {
+					// only text llama_tokenize would abort on is refused, by both alike
+					require.ErrorIs(t, wantErr, llama.ErrTokenize)
+					require.ErrorIs(t, err, llama.ErrTokenize)
+					continue
+				}
 				require.NoError(t, err)
 				require.Equal(t, want, got, "vocab %d, parse_special %v", i, parse)
 			}

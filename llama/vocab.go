@@ -8,6 +8,8 @@ import "C"
 import (
 	"fmt"
 	"math"
+	"unicode"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -51,10 +53,16 @@ func (v *Vocab) release() { v.model.release() }
 // Tokenize converts text to tokens (llama_tokenize). addSpecial is add_special (prepend BOS /
 // append EOS when the model's metadata asks for them); parseSpecial is parse_special (text such
 // as "<start_of_turn>" becomes the control token instead of plain text). Errors wrap
-// ErrTokenize; text longer than math.MaxInt32 bytes is refused.
+// ErrTokenize; text longer than math.MaxInt32 bytes is refused, and so is text holding a
+// four-byte UTF-8 form of a code point above U+10FFFF (see outOfRangeUTF8). Other invalid UTF-8
+// is tokenized as llama.cpp does it: each byte it cannot decode becomes U+FFFD.
 func (v *Vocab) Tokenize(text string, addSpecial, parseSpecial bool) ([]Token, error) {
 	if len(text) > math.MaxInt32 {
 		return nil, fmt.Errorf("%w: text of %d bytes exceeds int32", ErrTokenize, len(text))
+	}
+	if at, cpt := outOfRangeUTF8(text); at >= 0 {
+		return nil, fmt.Errorf("%w: bytes %d..%d encode U+%X, above U+10FFFF (llama_tokenize would abort on it)",
+			ErrTokenize, at, at+3, cpt)
 	}
 	if err := v.acquire(); err != nil {
 		return nil, err
@@ -81,6 +89,52 @@ func (v *Vocab) Tokenize(text string, addSpecial, parseSpecial bool) ([]Token, e
 		}
 	}
 	return nil, fmt.Errorf("%w: token count kept growing", ErrTokenize)
+}
+
+// outOfRangeUTF8 returns the byte offset and value of the first code point above U+10FFFF that
+// llama.cpp's decoder yields for text, or -1. unicode_cpts_from_utf8 (src/unicode.cpp) reads a
+// lead byte 11110xxx and three continuation bytes as a code point of up to 21 bits without
+// checking its range, and skips one byte at a time past anything else it cannot decode; a value
+// above U+10FFFF then reaches unicode_cpt_to_utf8, which throws std::invalid_argument through
+// the C API, and the process aborts. This walks text as that decoder does. Valid UTF-8 never
+// holds such a form, so it is checked only when text is not valid UTF-8.
+func outOfRangeUTF8(text string) (int, rune) {
+	if utf8.ValidString(text) {
+		return -1, 0
+	}
+	cont := func(i int) bool { return i < len(text) && text[i]&0xc0 == 0x80 }
+	for i := 0; i < len(text); {
+		b := text[i]
+		switch {
+		case b&0x80 == 0, b&0x40 == 0:
+			i++
+		case b&0x20 == 0:
+			if cont(i + 1) {
+				i += 2
+			} else {
+				i++
+			}
+		case b&0x10 == 0:
+			if cont(i+1) && cont(i+2) {
+				i += 3
+			} else {
+				i++
+			}
+		case b&0x08 == 0:
+			if !cont(i+1) || !cont(i+2) || !cont(i+3) {
+				i++
+				continue
+			}
+			cpt := rune(b&0x07)<<18 | rune(text[i+1]&0x3f)<<12 | rune(text[i+2]&0x3f)<<6 | rune(text[i+3]&0x3f)
+			if cpt > unicode.MaxRune {
+				return i, cpt
+			}
+			i += 4
+		default:
+			i++
+		}
+	}
+	return -1, 0
 }
 
 // CheckToken returns an error wrapping ErrToken unless 0 <= t < n_vocab.
