@@ -62,7 +62,7 @@ func soakRows(t *testing.T, k int) []contract.Row {
 // TestSoak makes many decisions in one process with one Decider and checks that the resident
 // set size after warm-up grows by less than 5 %, and that Close frees every C object.
 //
-// JEV_SOAK_DECISIONS sets the count: `make test` runs 200; .ci/run runs 5,000 as its own
+// JEV_SOAK_DECISIONS sets the count: `make test` runs 200; .ci/run runs 3,000 as its own
 // step (make soak: 10,000). The rows share one prompt (see soakRows), so every decision renders, tokenizes,
 // checks for special text and the boundary, trims the KV cache, decodes the prompt's last two
 // tokens and scores, but does not decode the whole prompt again: it soaks the Go and cgo

@@ -10,10 +10,12 @@
 #       numpy (about 16 MB).
 # On the GPU machine, in the unpacked folder:
 #   ./gpu-bench.sh run [--arch 90] [--plugin FILE] [--shape qwen2.5-1.5b] [--type f16]
-#                      [--rows 64] [--out results] [--grid] [--quant q4_k_m]
-#                      [--llama-bench FILE]
-#       1. builds the CUDA plugin (libggml-cuda.so, GGML_BACKEND_DL) from the bundled sources
-#          for one architecture (90 = H100/H200), unless --plugin names one already there;
+#                      [--rows 64] [--out results] [--grid | --grid-only] [--quant q4_k_m]
+#                      [--llama-bench FILE | --build-llama-bench]
+#       1. builds the CUDA plugin (libggml-cuda.so, GGML_BACKEND_DL) from the bundled llama.cpp
+#          for one architecture (90 = H100/H200), unless --plugin names one already there
+#          (plugin/ keeps the last one built); with --grid, with the flash-attention kernels
+#          and, unless --llama-bench names one, llama-bench from the same build;
 #       2. writes a model of Qwen2.5-1.5B's shape with random weights and the real Qwen2
 #          vocabulary and template (scripts/synthetic-model.py);
 #       3. generates Banking77-shaped rows (8 and 16 options) and runs jev bench with the
@@ -23,10 +25,12 @@
 #          decode, n_batch, n_ubatch, flash attention, kv_unified, the shared prefix), the
 #          prepare path and, with --llama-bench, llama.cpp's prefill rate on the same model;
 #          again on the model quantized to --quant (jev quantize) unless --quant none;
-#          grid.md and grid-*.json into --out.
+#          grid.md and grid-*.json into --out. --grid-only skips step 3's runs.
 #   ./gpu-bench.sh run --cpu --shape tiny --rows 8     the same on the CPU backend, no CUDA
-#       (how the script is tested without a GPU).
-# Every step prints its time; the whole run is meant to fit 9 minutes on 16 cores.
+#       (how the script is tested without a GPU); --build-llama-bench builds a CPU llama-bench
+#       from the bundle for the grid.
+# Every step prints its time. On 16 cores the run without the grid fits 9 minutes; for one
+# device call of at most 10 minutes, the grid goes alone: run --arch 90 --rows 512 --grid-only.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 say() { echo "gpu-bench: $*" >&2; }
@@ -53,18 +57,13 @@ pack() {
   mkdir -p "$b/bin" "$b/llama.cpp/models" "$b/scripts" "$b/wheels"
   cp "$jev" "$b/bin/jev"
   strip "$b/bin/jev" 2>/dev/null || true
-  # ggml with only the backends this needs: the others' folders are only read when enabled.
+  # The llama.cpp tree that builds the CUDA plugin and llama-bench, with ggml's CPU and CUDA
+  # backends only (the others' folders are read only when enabled) and without the server, its
+  # web UI, the tests, examples and models (LLAMA_BUILD_SERVER, _TESTS and _EXAMPLES are off).
   tar -C "$tree" --exclude='ggml/src/ggml-'{vulkan,sycl,opencl,metal,hexagon,et,webgpu,openvino,cann,virtgpu,zdnn,zendnn,rpc,blas,hip,musa} \
-    -cf - ggml gguf-py LICENSE | tar -C "$b/llama.cpp" -xf -
+    --exclude=tools/{ui,server,cli} --exclude=.git \
+    -cf - CMakeLists.txt cmake common ggml gguf-py include src tools vendor LICENSE licenses | tar -C "$b/llama.cpp" -xf -
   cp "$tree/models/ggml-vocab-qwen2.gguf" "$b/llama.cpp/models/"
-  # ggml as a subproject, as llama.cpp's own CMakeLists.txt takes it (standalone, it would want
-  # the tests, examples and ggml.pc.in that llama.cpp's tree does not carry).
-  mkdir -p "$b/cuda-plugin"
-  cat >"$b/cuda-plugin/CMakeLists.txt" <<'CMAKE'
-cmake_minimum_required(VERSION 3.18)
-project(gojev-ggml-plugin C CXX)
-add_subdirectory(${CMAKE_CURRENT_SOURCE_DIR}/../llama.cpp/ggml ggml)
-CMAKE
   cp "$here/synthetic-model.py" "$b/scripts/"
   cp "$here/gpu-bench.sh" "$b/"
   if [ -n "${GPU_BENCH_PY:-}" ]; then
@@ -85,7 +84,7 @@ CMAKE
 }
 
 run() {
-  local arch=90 plugin="" shape=qwen2.5-1.5b wtype=f16 rows=64 out=results cpu=0 threads grid=0 quant=q4_k_m lbench=""
+  local arch=90 plugin="" shape=qwen2.5-1.5b wtype=f16 rows=64 out=results cpu=0 threads grid=0 quant=q4_k_m lbench="" build_bench=0 basic=1
   threads=$(nproc 2>/dev/null || echo 4)
   while [ $# -gt 0 ]; do
     case "$1" in
@@ -99,6 +98,8 @@ run() {
       --grid) grid=1; shift ;;
       --quant) quant=$2; shift 2 ;;
       --llama-bench) lbench=$2; shift 2 ;;
+      --build-llama-bench) build_bench=1; shift ;;
+      --grid-only) grid=1 basic=0; shift ;;
       *) say "unknown argument $1"; exit 2 ;;
     esac
   done
@@ -120,20 +121,29 @@ run() {
     fi
     if [ -z "$plugin" ]; then
       command -v nvcc >/dev/null || { say "nvcc is not on PATH (or pass --plugin libggml-cuda.so)"; exit 1; }
-      local build="$out/build-cuda"
-      # GGML_CUDA_FA=OFF: gojev's contexts never enable flash attention (llama.ContextParams),
-      # and its kernels are most of the build.
-      cmake -S "$here/cuda-plugin" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_BACKEND_DL=ON \
-        -DGGML_CUDA=ON -DGGML_CUDA_FA=OFF -DGGML_NATIVE=OFF -DCMAKE_CUDA_ARCHITECTURES="$arch" >"$out/cuda-configure.log" 2>&1 \
-        || { tail -20 "$out/cuda-configure.log" >&2; say "cmake configure failed"; exit 1; }
-      cmake --build "$build" --target ggml-cuda -j "$threads" >"$out/cuda-build.log" 2>&1 \
-        || { tail -30 "$out/cuda-build.log" >&2; say "the CUDA plugin build failed"; exit 1; }
+      # The flash-attention kernels are most of the build: only the grid (-fa) needs them. With
+      # the grid, llama-bench comes from the same build (the plugin beside it, GGML_BACKEND_DL).
+      local fa=OFF targets=(ggml-cuda)
+      if [ "$grid" = 1 ]; then
+        fa=ON
+        [ -z "$lbench" ] && targets+=(ggml-cpu llama-bench)
+      fi
+      buildtree "$tree" "$out/build-cuda" "$threads" "${targets[*]}" -DGGML_CUDA=ON -DGGML_CUDA_FA="$fa" \
+        -DCMAKE_CUDA_ARCHITECTURES="$arch"
       mkdir -p "$here/plugin"
-      find "$build" \( -name 'libggml-cuda.so' -o -name 'libggml-base.so*' \) -exec cp -P {} "$here/plugin/" \;
+      find "$out/build-cuda" \( -name 'libggml-cuda.so' -o -name 'libggml-base.so*' \) -exec cp -P {} "$here/plugin/" \;
       plugin="$here/plugin/libggml-cuda.so"
-      step "CUDA plugin built for sm_$arch"
+      if [ "$grid" = 1 ] && [ -z "$lbench" ]; then
+        lbench="$out/build-cuda/bin/llama-bench"
+      fi
+      step "CUDA plugin (flash attention $fa)${lbench:+ and llama-bench} built for sm_$arch"
     fi
     gpu_flags=(--plugin "$plugin")
+  fi
+  if [ "$grid" = 1 ] && [ -z "$lbench" ] && [ "$build_bench" = 1 ]; then
+    buildtree "$tree" "$out/build-cpu" "$threads" "ggml-cpu llama-bench"
+    lbench="$out/build-cpu/bin/llama-bench"
+    step "llama-bench built (CPU)"
   fi
 
   # 2. The model.
@@ -175,6 +185,7 @@ for k in (8, 16):
                                 "label": opts[0].replace(" ", "_")}) + "\n")
 PY
   local nbin=$(( rows < 16 ? rows : 16 ))
+  if [ "$basic" = 1 ]; then
   "$jev" bench -m "$model" -t "$threads" "${gpu_flags[@]}" -i "$out/rows-8opt.jsonl" --paths engine,packed,sequential -o "$out/direct-8opt.json" >"$out/direct-8opt.txt"
   step "jev bench, direct, 8 options, $rows rows"
   "$jev" bench -m "$model" -t "$threads" "${gpu_flags[@]}" -i "$out/rows-16opt.jsonl" --paths engine,packed,sequential -o "$out/direct-16opt.json" >"$out/direct-16opt.txt"
@@ -182,6 +193,7 @@ PY
   "$jev" bench -m "$model" -t "$threads" "${gpu_flags[@]}" --contract binary -n "$nbin" -i "$out/rows-16opt.jsonl" --paths engine,packed,sequential -o "$out/binary-16opt.json" >"$out/binary-16opt.txt"
   step "jev bench, binary, 16 candidates, $nbin rows"
   cat "$out"/direct-8opt.txt "$out"/direct-16opt.txt "$out"/binary-16opt.txt
+  fi
   if [ "$grid" = 1 ]; then
     local models=("$model")
     if [ "$quant" != none ]; then
@@ -216,6 +228,21 @@ print("\n".join(lines))
 PY
   fi
   say "results in $out (JSON, SVG charts, text); total $(( $(date +%s) - t0 ))s"
+}
+
+# buildtree TREE BUILD THREADS "TARGETS" CMAKE_FLAGS...: configures the bundled llama.cpp tree
+# as shared libraries with dynamically loaded backends (GGML_BACKEND_DL; the backends land in
+# BUILD/bin beside llama-bench, which loads them from there) and builds TARGETS.
+buildtree() {
+  local tree=$1 build=$2 threads=$3 targets=$4
+  shift 4
+  cmake -S "$tree" -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_BACKEND_DL=ON -DGGML_NATIVE=OFF \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
+    -DLLAMA_BUILD_TOOLS=ON -DLLAMA_OPENSSL=OFF "$@" >"$build.configure.log" 2>&1 \
+    || { tail -20 "$build.configure.log" >&2; say "cmake configure failed ($build.configure.log)"; exit 1; }
+  # shellcheck disable=SC2086
+  cmake --build "$build" --target $targets -j "$threads" >"$build.log" 2>&1 \
+    || { tail -30 "$build.log" >&2; say "the build of $targets failed ($build.log)"; exit 1; }
 }
 
 # gridrun MODEL OUT THREADS LLAMA_BENCH GPU_FLAGS...: the batch grid on the 8-option rows, one
@@ -258,5 +285,5 @@ gridrun() {
 case "${1:-}" in
   pack) shift; pack "$@" ;;
   run) shift; run "$@" ;;
-  *) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

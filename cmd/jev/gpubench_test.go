@@ -11,15 +11,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gojev/gojev/internal/llamaserver"
 	"github.com/gojev/gojev/internal/testenv"
 )
 
 // TestGPUBenchScriptRunsOnTheCPU runs scripts/gpu-bench.sh as a GPU machine would, but on the
 // CPU backend with the tiny synthetic shape: pack the bundle (at most 60 MB), unpack it
-// elsewhere, run it from there, with the batch grid. Every bench file holds the engine, packed
-// and sequential paths, packed results record their mode, every grid setting ran on the f16
-// model and on its Q4_K_M quantization (jev quantize), and the run stays within the script's
-// 9-minute budget.
+// elsewhere, run it from there, with the batch grid and the llama-bench make server built. Every
+// bench file holds the engine, packed and sequential paths, packed results record their mode,
+// every grid setting ran on the f16 model and on its Q4_K_M quantization (jev quantize), the
+// grid reads each model's rate as a share of llama-bench's, and the run stays within the
+// script's 9-minute budget.
 func TestGPUBenchScriptRunsOnTheCPU(t *testing.T) {
 	testenv.SyntheticModel(t, "tiny") // skips/fails, saying why, without python3, numpy or the tree
 	root := testenv.RepoRoot(t)
@@ -37,7 +39,10 @@ func TestGPUBenchScriptRunsOnTheCPU(t *testing.T) {
 
 	start := time.Now()
 	results := filepath.Join(dir, "results")
-	run := exec.Command("bash", filepath.Join(dir, "gpu-bench", "gpu-bench.sh"), "run", "--cpu", "--shape", "tiny", "--rows", "4", "--out", results, "--grid")
+	lbench, err := llamaserver.FindBench(root)
+	require.NoError(t, err)
+	run := exec.Command("bash", filepath.Join(dir, "gpu-bench", "gpu-bench.sh"), "run", "--cpu", "--shape", "tiny", "--rows", "4", "--out", results,
+		"--grid", "--llama-bench", lbench)
 	out, err = run.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	elapsed := time.Since(start)
@@ -71,6 +76,8 @@ func TestGPUBenchScriptRunsOnTheCPU(t *testing.T) {
 			"s128-b4096-ub1024-fa packed", "s128-b4096-ub1024-noprefix packed", "s128-b4096-ub1024-split packed", "s255-b8192-ub4096-fa packed"} {
 			assert.Regexp(t, `\| `+model+` \| `+setting+` \| [0-9.]+ \|`, string(grid), "%s %s", model, setting)
 		}
+		assert.Regexp(t, `\| `+model+` \| llama-bench -p [0-9]+ \| \| [0-9]+ \| \| 100% \|`, string(grid), model)
+		assert.Regexp(t, `\| `+model+` \| s16-b512 engine \| [0-9.]+ \| [0-9]+ \|\s+\| [0-9]+% \|`, string(grid), model)
 	}
 	assert.NotContains(t, string(out), "failed")
 }
