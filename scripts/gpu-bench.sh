@@ -116,8 +116,14 @@ run() {
   if [ "$cpu" = 1 ]; then
     gpu_flags=(-ngl 0)
   else
-    if [ -z "$plugin" ] && [ -f "$here/plugin/libggml-cuda.so" ]; then
+    # plugin/ keeps the last plugin built; the grid reuses it only when it has the flash-
+    # attention kernels (plugin/flash-attn says ON), and the llama-bench built with it.
+    if [ -z "$plugin" ] && [ -f "$here/plugin/libggml-cuda.so" ] &&
+      { [ "$grid" = 0 ] || [ "$(cat "$here/plugin/flash-attn" 2>/dev/null)" = ON ]; }; then
       plugin="$here/plugin/libggml-cuda.so"
+      if [ "$grid" = 1 ] && [ -z "$lbench" ] && [ -x "$out/build-cuda/bin/llama-bench" ]; then
+        lbench="$out/build-cuda/bin/llama-bench"
+      fi
     fi
     if [ -z "$plugin" ]; then
       command -v nvcc >/dev/null || { say "nvcc is not on PATH (or pass --plugin libggml-cuda.so)"; exit 1; }
@@ -132,6 +138,7 @@ run() {
         -DCMAKE_CUDA_ARCHITECTURES="$arch"
       mkdir -p "$here/plugin"
       find "$out/build-cuda" \( -name 'libggml-cuda.so' -o -name 'libggml-base.so*' \) -exec cp -P {} "$here/plugin/" \;
+      echo "$fa" >"$here/plugin/flash-attn"
       plugin="$here/plugin/libggml-cuda.so"
       if [ "$grid" = 1 ] && [ -z "$lbench" ]; then
         lbench="$out/build-cuda/bin/llama-bench"
