@@ -156,6 +156,7 @@ func FuzzFragmentTokenizer(f *testing.F) {
 				got, err := fts[i].Tokenize(text, parse)
 				if wantErr != nil {
 					// only text llama_tokenize would abort on is refused, by both alike
+					require.ErrorContains(t, wantErr, "above U+10FFFF")
 					require.ErrorIs(t, wantErr, llama.ErrTokenize)
 					require.ErrorIs(t, err, llama.ErrTokenize)
 					continue
