@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/internal/atomicfile"
 	"github.com/gojev/gojev/internal/jsonl"
@@ -17,7 +18,9 @@ import (
 // "abstained" below the threshold; the choice and the raw fields kept), and error records are
 // copied as they are. The records go to out, replaced only once complete, with a run file
 // beside it: the input's run file (when it has one) naming the profile (profileFile, p.SHA256)
-// and the threshold. The Summary counts the decisions and those abstained (Decided, Abstained).
+// and the threshold. The Summary counts the decisions and those abstained (Decided, Abstained),
+// and compares the calibrated rows with the profile's fitting rows (Shift, also in the run file)
+// as Job.Run does.
 // The profile must serve the run's scoring (the caller's check, as for Options.Calibration); a
 // profile fitted on another model than the input's run file names is a SetupError (Field
 // "Calibration", wrapping calibrate.ErrMismatch), and an unreadable run file wraps ErrRunFile.
@@ -70,10 +73,30 @@ func ApplyProfile(in, out string, p *calibrate.Profile, profileFile string, abst
 	if err := atomicfile.WriteBytes(out, buf.Bytes()); err != nil {
 		return sum, err
 	}
+	opts := meta.Options()
+	opts.Calibration = p
+	sum.Shift = shiftOf(opts, sum.Served)
+	meta.Shift = sum.Shift
 	meta.Calibration = &RunCalibration{File: profileFile, SHA256: p.SHA256}
 	meta.AbstainBelow = abstainBelow
 	if err := meta.Save(RunFilePath(out)); err != nil {
 		return sum, fmt.Errorf("writing the run file: %w", err)
 	}
 	return sum, nil
+}
+
+// shiftOf compares the label-free statistics of the rows a run calibrated (served) with those
+// of its profile's fitting rows (calibrate.Compare), for the scoring the run follows; nil when
+// the run has no profile or the profile keeps no fitting statistics for that scoring.
+func shiftOf(opts gojev.Options, served calibrate.RowStats) *calibrate.Shift {
+	p := opts.Calibration
+	if p == nil {
+		return nil
+	}
+	sc, err := p.For(opts.ProfileScoring(p))
+	if err != nil || sc.Fitting == nil {
+		return nil
+	}
+	sh := calibrate.Compare(*sc.Fitting, served)
+	return &sh
 }

@@ -109,3 +109,41 @@ func TestRunFileDefaultDebias(t *testing.T) {
 	m.SetOptions(gojev.Options{Debias: debias.None})
 	assert.Equal(t, debias.None, m.Options().Debias)
 }
+
+// ApplyProfile compares the rows it calibrates with the profile's fitting rows, as Job.Run
+// does: rows as sure as the fitting rows are not a shift, rows far less sure are, in the
+// Summary and the run file.
+func TestCalibrateFileComparesWithTheFittingRows(t *testing.T) {
+	model := debias.ModelID{File: "m.gguf", SHA256: "ab"}
+	var samples []calibrate.Sample
+	for i := range 40 {
+		p := []float64{0.85, 0.95}[i%2]
+		samples = append(samples, calibrate.Sample{Scores: []float64{math.Log(p), math.Log(1 - p)}, Label: i % 3 % 2})
+	}
+	prof, err := calibrate.New(model, contract.PromptVersion, map[string][]calibrate.Sample{"raw": samples}, 5)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name    string
+		ps      []float64
+		shifted bool
+	}{{"alike", []float64{0.85, 0.95}, false}, {"less sure", []float64{0.55, 0.6}, true}} {
+		dir := t.TempDir()
+		in, out := filepath.Join(dir, "raw.jsonl"), filepath.Join(dir, "cal.jsonl")
+		var b strings.Builder
+		for i := range 30 {
+			b.WriteString(rawRecord(i+1, tc.ps[i%2], "o0"))
+		}
+		require.NoError(t, os.WriteFile(in, []byte(b.String()), 0o644))
+		require.NoError(t, (&batch.RunFile{Input: "rows.jsonl", PromptVersion: contract.PromptVersion, Model: &model,
+			Debias: debias.None}).Save(batch.RunFilePath(in)))
+		sum, err := batch.ApplyProfile(in, out, prof, "profile.json", 0)
+		require.NoError(t, err)
+		assert.Equal(t, 30, sum.Served.Rows, tc.name)
+		require.NotNil(t, sum.Shift, tc.name)
+		assert.Equal(t, tc.shifted, sum.Shift.Shifted, "%s: %+v", tc.name, sum.Shift)
+		written, err := batch.ReadRunFile(batch.RunFilePath(out))
+		require.NoError(t, err)
+		require.NotNil(t, written.Shift, tc.name)
+		assert.Equal(t, tc.shifted, written.Shift.Shifted, tc.name)
+	}
+}

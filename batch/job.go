@@ -12,7 +12,6 @@ import (
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/backend"
-	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/internal/jsonl"
 	"github.com/gojev/gojev/internal/version"
@@ -282,12 +281,8 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 	}
 	sum, err := Run(ctx, d, in, out.w, cfg)
 	sum.Elapsed = time.Since(start)
-	if p := opts.Calibration; p != nil {
-		if sc, serr := p.For(opts.ProfileScoring(p)); serr == nil && sc.Fitting != nil {
-			sh := calibrate.Compare(*sc.Fitting, sum.Served)
-			sum.Shift, meta.Shift = &sh, &sh
-		}
-	}
+	sum.Shift = shiftOf(opts, sum.Served)
+	meta.Shift = sum.Shift
 	if cerr := out.close(); err == nil {
 		err = cerr
 	}

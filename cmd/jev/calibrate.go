@@ -43,7 +43,10 @@ held-out rows (coverage, and the error rate of the rows answered with its 95 % i
 
 --apply PROFILE calibrates an existing results file instead, without decoding: each record
 gets what jev decide --calibration PROFILE would have given it (and --abstain-below or
---max-error its "abstained"), written to -o with a run file, for jev report.
+--max-error its "abstained"), written to -o with a run file, for jev report. Where the
+profile keeps its fitting rows' label-free statistics, the rows are compared with them, as
+jev decide compares them: a warning says when they are not drawn alike, and the run file
+holds the comparison ("shift").
 
   jev calibrate out/fit.jsonl -o profile.json --eval out/held.jsonl
   jev calibrate --apply profile.json out/held.jsonl -o out/held-calibrated.jsonl --max-error 0.1`
@@ -243,5 +246,12 @@ func applyProfile(files []string, out string, cf *calibrationFlags, stderr io.Wr
 		fmt.Fprintf(stderr, "; %d abstained below p=%.4f (coverage %.1f%%)", abstained, opts.AbstainBelow, 100*float64(n-abstained)/float64(n))
 	}
 	fmt.Fprintln(stderr)
+	if sh := sum.Shift; sh != nil && sh.Shifted {
+		fmt.Fprintf(stderr, "jev calibrate: warning: these rows are not drawn like the profile's fitting rows: %s; its probabilities need not hold for them", sh.Why)
+		if cf.maxError > 0 {
+			fmt.Fprintf(stderr, ", and --max-error %.3g's bound does not hold for this file", cf.maxError)
+		}
+		fmt.Fprintln(stderr, ": fit a profile on labelled rows of this kind")
+	}
 	return nil
 }
