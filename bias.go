@@ -145,6 +145,19 @@ func contentFreeKey(question string, o contract.Option) string {
 	return question + "\x00" + o.ID + "\x00" + o.Description
 }
 
+// priorProgressKey is the context key of WithPriorProgress's function.
+type priorProgressKey struct{}
+
+// WithPriorProgress returns a copy of ctx under which Decider.EstimatePrior calls fn each time
+// one of its rows is done (decided under all its permutations, or failed), with the prompts
+// done so far and the prompts in all (a row counts its k permutations; rows refused before
+// decoding count none), from EstimatePrior's goroutine; fn must return quickly. It is how a
+// long estimation shows progress (k decodes a row: on a CPU, minutes for a few dozen rows), in
+// the manner of net/http/httptrace's hooks.
+func WithPriorProgress(ctx context.Context, fn func(done, total int)) context.Context {
+	return context.WithValue(ctx, priorProgressKey{}, fn)
+}
+
 // EstimatePrior estimates PriDe's letter prior from rows without labels: each row is decided
 // under all k cyclic permutations of its options (k decodes, sharing their common prefix),
 // its prior is debias.EstimateRowPrior of the k readouts, and the priors of rows with the same
@@ -155,7 +168,8 @@ func contentFreeKey(question string, o contract.Option) string {
 // Outcome's error and is left out of the estimate. A row of more than 16 options contributes
 // one sub-row of each size its knockout's passes have (KnockoutOptions), decided the same way;
 // its Outcome is empty (no Result, no error): decide it once the prior is set. The Decider must
-// serve the Direct (or Guarded) contract. It does not set the prior: call SetPrior.
+// serve the Direct (or Guarded) contract. It does not set the prior: call SetPrior. Under a
+// context from WithPriorProgress it reports each row done.
 func (d *Decider) EstimatePrior(ctx context.Context, rows []contract.Row) (*debias.Prior, []Outcome, error) {
 	if !d.opts.Contract.lettered() {
 		return nil, nil, fmt.Errorf("%w: PriDe needs the direct contract (or its guarded variant)", ErrOptions)
@@ -186,50 +200,61 @@ func (d *Decider) EstimatePrior(ctx context.Context, rows []contract.Row) (*debi
 		}
 	}
 	rowPriors := map[int][][]float64{}
+	progress, _ := ctx.Value(priorProgressKey{}).(func(done, total int))
+	done, total := 0, 0
+	for _, r := range reqs {
+		total += len(r.jobs)
+	}
 	for ri, r := range reqs {
-		i := of[ri]
-		if out[i].Err != nil {
-			continue
-		}
-		results := make([]*Result, len(r.jobs))
-		for s, j := range r.jobs {
-			res, err := d.wait(ctx, j)
+		func() {
+			i := of[ri]
+			if out[i].Err != nil {
+				return
+			}
+			results := make([]*Result, len(r.jobs))
+			for s, j := range r.jobs {
+				res, err := d.wait(ctx, j)
+				if err != nil {
+					out[i].Err = err
+					break
+				}
+				results[s] = res
+			}
+			if out[i].Err != nil {
+				return
+			}
+			res, err := d.combineShifts(r, results, debias.PriDe, nil)
 			if err != nil {
 				out[i].Err = err
-				break
+				return
 			}
-			results[s] = res
+			res.Debias.PriorSample = true
+			if err := d.suspect(ctx, r, res); err != nil {
+				out[i].Err = err
+				return
+			}
+			if len(rows[i].Options) <= contract.MaxOptions {
+				out[i].Result = res
+			}
+			k := len(r.row.Options)
+			if k < 2 {
+				return
+			}
+			perms := [][]float64{positionLogprobs(results[0])}
+			for _, p := range res.Debias.Permutations {
+				perms = append(perms, p.Logprobs)
+			}
+			prior, err := debias.EstimateRowPrior(perms)
+			if err != nil {
+				out[i].Err = err
+				return
+			}
+			rowPriors[k] = append(rowPriors[k], prior)
+		}()
+		if progress != nil {
+			done += len(r.jobs)
+			progress(done, total)
 		}
-		if out[i].Err != nil {
-			continue
-		}
-		res, err := d.combineShifts(r, results, debias.PriDe, nil)
-		if err != nil {
-			out[i].Err = err
-			continue
-		}
-		res.Debias.PriorSample = true
-		if err := d.suspect(ctx, r, res); err != nil {
-			out[i].Err = err
-			continue
-		}
-		if len(rows[i].Options) <= contract.MaxOptions {
-			out[i].Result = res
-		}
-		k := len(r.row.Options)
-		if k < 2 {
-			continue
-		}
-		perms := [][]float64{positionLogprobs(results[0])}
-		for _, p := range res.Debias.Permutations {
-			perms = append(perms, p.Logprobs)
-		}
-		prior, err := debias.EstimateRowPrior(perms)
-		if err != nil {
-			out[i].Err = err
-			continue
-		}
-		rowPriors[k] = append(rowPriors[k], prior)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, out, fmt.Errorf("gojev: %w", err)

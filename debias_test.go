@@ -92,8 +92,11 @@ func TestPriDeEstimateThenDebias(t *testing.T) {
 	_, err := e.Decide(context.Background(), rows[5])
 	require.ErrorIs(t, err, debias.ErrNoPrior, "no prior yet")
 
-	prior, outs, err := e.EstimatePrior(context.Background(), rows[:3])
+	var progress [][2]int
+	ctx := gojev.WithPriorProgress(context.Background(), func(done, total int) { progress = append(progress, [2]int{done, total}) })
+	prior, outs, err := e.EstimatePrior(ctx, rows[:3])
 	require.NoError(t, err)
+	assert.Equal(t, [][2]int{{8, 24}, {16, 24}, {24, 24}}, progress, "each row's 8 permutations, as it is done")
 	p8, ok := prior.For(8)
 	require.True(t, ok)
 	assert.Equal(t, 3, prior.ByOptions[8].SampleRows)

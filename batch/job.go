@@ -86,6 +86,10 @@ type Job struct {
 	OnRecord func(rec any, sum *Summary)
 	// OnPrior, when set, hears each step of finding PriDe's prior (for messages).
 	OnPrior func(PriorEvent)
+	// OnPriorProgress, when set, hears PriDe's estimation go on: after each sample row, the
+	// prompts decoded so far and in all (gojev.WithPriorProgress), between the PriorEstimating
+	// and PriorEstimated events.
+	OnPriorProgress func(done, total int)
 	// OnStart, when set, is called once everything is checked and the run file written, just
 	// before the first row is decided.
 	OnStart func(Start)

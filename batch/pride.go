@@ -69,6 +69,9 @@ func (j *Job) estimate(ctx context.Context, d *gojev.Decider, f io.ReadSeeker, m
 	}
 	j.tell(ev)
 	start := time.Now()
+	if j.OnPriorProgress != nil {
+		ctx = gojev.WithPriorProgress(ctx, j.OnPriorProgress)
+	}
 	prior, byLine, err := estimateOn(ctx, d, rows, lines)
 	if err != nil {
 		return nil, nil, fmt.Errorf("PriDe: estimating the prior: %w", err)

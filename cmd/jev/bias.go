@@ -7,6 +7,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
@@ -24,6 +27,10 @@ type biasFlags struct {
 	sampleFrac  float64
 	sampleMinRn int
 	priorOnly   bool
+
+	estimating time.Time                // when PriDe's estimation started (its progress lines)
+	bar        *progressbar.ProgressBar // the estimation's progress bar on a terminal
+	tenths     int                      // the tenths of the estimation's prompts reported
 }
 
 func (b *biasFlags) register(fs *cli.FlagSet) {
@@ -129,12 +136,17 @@ func (b *biasFlags) report(w io.Writer, ev batch.PriorEvent, profile string) {
 		}
 		fmt.Fprintf(w, "jev decide: PriDe: prior read from %s: %s\n", from, ev.Prior)
 	case batch.PriorEstimating:
+		b.estimating, b.tenths = time.Now(), 0
 		fmt.Fprintf(w, "jev decide: PriDe: estimating the letter prior from %d rows under all their cyclic permutations (%d prompts)...\n", ev.SampleRows, ev.Prompts)
 		if 2*ev.SampleRows > ev.Rows {
 			fmt.Fprintf(w, "jev decide: PriDe: the sample is %d of the %d rows (at least %d are sampled), so this run costs nearly --permute cyclic; on a large file it costs about 1 + %.2f(k-1) times the raw run, and --prior FILE saves the prior for later runs\n",
 				ev.SampleRows, ev.Rows, b.sampleMinRn, b.sampleFrac)
 		}
 	case batch.PriorEstimated:
+		if b.bar != nil {
+			_ = b.bar.Finish()
+			b.bar = nil
+		}
 		fmt.Fprintf(w, "jev decide: PriDe: prior estimated in %.1fs: %s\n", ev.Elapsed.Seconds(), ev.Prior)
 	case batch.PriorSaved:
 		switch {
@@ -151,5 +163,30 @@ func (b *biasFlags) report(w io.Writer, ev batch.PriorEvent, profile string) {
 			ks[i] = strconv.Itoa(k)
 		}
 		fmt.Fprintf(w, "jev decide: PriDe: no prior for rows of %s options (too few to estimate one without the cost of --permute cyclic, and none stored): they get the raw scores; a run over 20 or more such rows estimates and stores one\n", strings.Join(ks, ", "))
+	}
+}
+
+// progress shows PriDe's estimation going on (batch.Job.OnPriorProgress: done of total
+// prompts): a progress bar on a terminal, else a line at each tenth, with the time it has
+// taken and a linear guess at the time left. The last prompt prints nothing: the
+// PriorEstimated line follows.
+func (b *biasFlags) progress(w io.Writer, done, total int) {
+	if total <= 0 || done >= total {
+		return
+	}
+	if isTerminal(w) {
+		if b.bar == nil {
+			b.bar = progressbar.NewOptions64(int64(total), progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("estimating the prior"),
+				progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("prompts"),
+				progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+		}
+		_ = b.bar.Set64(int64(done))
+		return
+	}
+	if t := 10 * done / total; t > b.tenths {
+		b.tenths = t
+		took := time.Since(b.estimating)
+		left := time.Duration(float64(took) * float64(total-done) / float64(done))
+		fmt.Fprintf(w, "jev decide: PriDe: %d of %d prompts decoded in %.0fs, about %.0fs left\n", done, total, took.Seconds(), left.Seconds())
 	}
 }

@@ -70,7 +70,11 @@ func TestPriDeThroughTheCLI(t *testing.T) {
 
 	code, _, stderr = jev(t, "", withModel(t, "decide", "-i", rows, "-o", filepath.Join(dir, "pride.jsonl"), "--debias", "pride", "--prior", prior)...)
 	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, stderr, "estimating the letter prior from 10 rows")
+	assert.Contains(t, stderr, "estimating the letter prior from 10 rows under all their cyclic permutations (80 prompts)")
+	// Its progress, not a terminal: a line at each tenth of the 80 prompts but the last.
+	assert.Contains(t, stderr, "jev decide: PriDe: 8 of 80 prompts decoded in ")
+	assert.Contains(t, stderr, "jev decide: PriDe: 72 of 80 prompts decoded in ")
+	assert.Equal(t, 9, strings.Count(stderr, " prompts decoded in "), stderr)
 	assert.Contains(t, stderr, "prior saved to "+prior)
 	p, err := debias.LoadPrior(prior)
 	require.NoError(t, err)

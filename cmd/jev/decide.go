@@ -197,6 +197,7 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if !quiet {
 		sum.warn = stderr
 		job.OnPrior = func(ev batch.PriorEvent) { bf.report(stderr, ev, cf.profile) }
+		job.OnPriorProgress = func(done, total int) { bf.progress(stderr, done, total) }
 	}
 	job.OnRecord = func(_ any, s *batch.Summary) {
 		if bar != nil {
