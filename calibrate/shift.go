@@ -92,6 +92,10 @@ type Shift struct {
 	TopZ     float64 `json:"top_z"`
 	EntropyZ float64 `json:"entropy_z"`
 	LettersP float64 `json:"letters_p"`
+	// OptionsDiffer: the fitting rows share one option count and the run's rows have another
+	// (or several). Such rows are another population whatever their statistics: a temperature
+	// fitted at one count need not hold at another (docs/calibration.md measured it).
+	OptionsDiffer bool `json:"options_differ,omitempty"`
 	// Why says, for a person, what differs ("" when nothing does).
 	Why string `json:"why,omitempty"`
 }
@@ -110,10 +114,21 @@ const MinShiftRows = 20
 // (fit): the means of Top and Entropy by two-sample z tests (|z| > ShiftZ) and the chosen
 // positions by a chi-square test of homogeneity (p < ShiftP). Fewer than MinShiftRows rows on
 // either side test nothing. The thresholds are strict because a profile is applied to many
-// files: a shift reported is a shift.
+// files: a shift reported is a shift. Rows of another option count than fitting rows that
+// share one are a shift whatever their number (OptionsDiffer): that is not a test.
 func Compare(fit, run RowStats) Shift {
 	out := Shift{LettersP: 1}
+	var why []string
+	if fit.K > 0 && run.Rows > 0 && run.K != fit.K {
+		out.OptionsDiffer = true
+		if run.K > 0 {
+			why = append(why, fmt.Sprintf("these rows have %d options, the fitting rows all %d", run.K, fit.K))
+		} else {
+			why = append(why, fmt.Sprintf("these rows have several option counts, the fitting rows all %d options", fit.K))
+		}
+	}
 	if fit.Rows < MinShiftRows || run.Rows < MinShiftRows {
+		out.Shifted, out.Why = len(why) > 0, strings.Join(why, "; ")
 		return out
 	}
 	z := func(m1, s1 float64, n1 int, m2, s2 float64, n2 int) float64 {
@@ -131,7 +146,6 @@ func Compare(fit, run RowStats) Shift {
 	if fit.K > 0 && fit.K == run.K {
 		out.LettersP = homogeneity(fit.Letters, run.Letters)
 	}
-	var why []string
 	if math.Abs(out.TopZ) > ShiftZ {
 		why = append(why, fmt.Sprintf("the mean probability of the choice is %.3f against the fitting rows' %.3f (z = %.1f)", run.TopMean, fit.TopMean, out.TopZ))
 	}

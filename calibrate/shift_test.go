@@ -46,6 +46,25 @@ func TestCompare(t *testing.T) {
 	assert.Contains(t, sh.Why, "chosen letters")
 	assert.False(t, Compare(fit, draw(rng, MinShiftRows-1, 0.9, even)).Shifted, "too few rows")
 
+	// Rows of another option count: a shift however few, and however alike their statistics.
+	var five, mixed RowStats
+	for i := range 3 {
+		five.Add([]float64{0.55, 0.1, 0.1, 0.15, 0.1}, i%2)
+		mixed.Add([]float64{0.55, 0.15, 0.15, 0.15}, i%2)
+	}
+	mixed.Add([]float64{0.55, 0.45}, 0)
+	sh = Compare(fit, five)
+	assert.True(t, sh.Shifted)
+	assert.True(t, sh.OptionsDiffer)
+	assert.Equal(t, "these rows have 5 options, the fitting rows all 4", sh.Why)
+	sh = Compare(fit, mixed)
+	assert.True(t, sh.OptionsDiffer)
+	assert.Equal(t, "these rows have several option counts, the fitting rows all 4 options", sh.Why)
+	var mixedFit RowStats
+	mixedFit.Add([]float64{0.5, 0.5}, 0)
+	mixedFit.Add([]float64{0.4, 0.3, 0.3}, 0)
+	assert.False(t, Compare(mixedFit, five).OptionsDiffer, "fitting rows of several counts: no count to keep to")
+
 	b, err := json.Marshal(fit)
 	require.NoError(t, err)
 	var back RowStats
