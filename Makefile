@@ -29,9 +29,10 @@
 #                   no longer serves): ~3 hours; SETS="fit snips siqa" ROWS=150 for a part
 #   make calibration-pool
 #                   the default calibration (docs/calibration.md): POOL_ROWS (150) rows of MMLU,
-#                   Social IQa, Rotten Tomatoes and NewsArticles from PyPI wheels decided with
-#                   PriDe into POOL_OUT (out/tasks), resumable, then the label-free alternatives,
-#                   the leave-one-task-out table and the shipped profile; about 1.5 hours on 2 cores
+#                   Social IQa, Rotten Tomatoes, NewsArticles, SOC occupations and news-sentence
+#                   kinds from PyPI wheels decided with PriDe into POOL_OUT (out/tasks),
+#                   resumable, then the label-free alternatives, the leave-one-task-out table and
+#                   the shipped profile; about 2 hours on 2 cores
 #   make plugin GPU=vulkan|cuda|metal
 #                   fetch the prebuilt GPU backend plugin (sha256-verified) into the cache and
 #                   print its path: jev --plugin PATH or GOJEV_PLUGINS=PATH loads it
@@ -154,7 +155,7 @@ knockout: build model
 
 POOL_OUT ?= out/tasks
 POOL_ROWS ?= 150
-POOL_TASKS ?= siqa mmlu rt news
+POOL_TASKS ?= siqa mmlu rt news soc bias
 POOL_PROFILE ?= calibrate/shipped/qwen2.5-coder-1.5b-instruct-q4_k_m.direct-options-v1.json
 calibration-pool: build model
 	@mkdir -p $(POOL_OUT) out/cal

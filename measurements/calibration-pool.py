@@ -14,6 +14,11 @@ ceiling), and the label-free alternatives researched:
   batch cal.     Batch Calibration (Zhou et al., ICLR 2024): each row's probabilities divided by
                  the file's mean probability per letter, renormalised
 
+then a one-statistic stand-in for Thermometer (Shen et al., ICML 2024): each task's temperature
+predicted from one label-free statistic of PriDe's own sample (every permutation of every sample
+row, debiased: the mean top probability, the mean normalised entropy, the mean margin between
+the top two log-probabilities, the permutations' agreement with their average, log k), by a
+line through the log temperatures of the other tasks, and the ECE it gives the task held out;
 then the leave-one-task-out table: for each task, one temperature fitted on the other tasks
 (their negative log-likelihoods summed, each task weighted alike), and the ECE it gives the
 held-out task; per option-count band and over every band. A band ships only if its temperature
@@ -164,6 +169,14 @@ class Task:
         return ece(softmax(self.X, t).max(1), self.right)
 
 
+def sample_stats(t):
+    """Label-free statistics of a task's PriDe sample (t.xs: each permutation of each sample row, debiased)."""
+    p, s = np.exp(t.xs), np.sort(t.xs, 1)[:, ::-1]
+    ent = -(p * t.xs).sum(1) / math.log(t.k)
+    return {"top": float(p.max(1).mean()), "entropy": float(ent.mean()), "margin": float((s[:, 0] - s[:, 1]).mean()),
+            "agreement": t.agree, "log k": math.log(t.k)}
+
+
 def fit_t(tasks):
     return float(TS[np.argmin([sum(nll(t.X, t.G, T) for t in tasks) for T in TS])])
 
@@ -191,6 +204,26 @@ def main():
         print("| %s | %d | %d | %.1f → %.1f %% | %.3f | %.3f → %.3f | %.3f → %.3f | %.3f → %.3f | %.1f %%, %.3f |" % (
             t.name, t.k, len(t.G), 100 * (t.raw.argmax(1) == t.G).mean(), 100 * t.right.mean(), t.ece_at(1),
             own, t.ece_at(own), cons, t.ece_at(cons), agr, t.ece_at(agr), 100 * bc_right.mean(), ece(q.max(1), bc_right)))
+
+    stats = {t.name: sample_stats(t) for t in tasks}
+    own = {t.name: fit_t([t]) for t in tasks}
+    names = list(stats[tasks[0].name])
+    print("\n| task | own T | " + " | ".join("sample's %s" % n for n in names) + " |")
+    print("|---|---|" + "---|" * len(names))
+    for t in tasks:
+        print("| %s | %.3f | " % (t.name, own[t.name]) + " | ".join("%.3f" % stats[t.name][n] for n in names) + " |")
+    print("\n| temperature from the sample's | " + " | ".join(t.name for t in tasks) + " | tasks at ECE ≤ 0.10 |")
+    print("|---|" + "---|" * (len(tasks) + 1))
+    for n in names:
+        cells, ok = [], 0
+        for t in tasks:
+            rest = [u for u in tasks if u is not t]
+            b, c = np.polyfit([stats[u.name][n] for u in rest], [math.log(own[u.name]) for u in rest], 1)
+            T = math.exp(c + b * stats[t.name][n])
+            e = t.ece_at(T)
+            ok += e <= 0.10
+            cells.append("T %.2f → %.3f" % (T, e))
+        print("| %s | %s | %d of %d |" % (n, " | ".join(cells), ok, len(tasks)))
 
     bands = [tuple(int(x) for x in b.split("-")) for b in a.bands.split(",")]
     groups = [("every band (2-16)", (2, 16))] + [("band %d-%d" % b, b) for b in bands]

