@@ -150,10 +150,13 @@ type priorProgressKey struct{}
 
 // WithPriorProgress returns a copy of ctx under which Decider.EstimatePrior calls fn each time
 // one of its rows is done (decided under all its permutations, or failed), with the prompts
-// done so far and the prompts in all (a row counts its k permutations; rows refused before
-// decoding count none), from EstimatePrior's goroutine; fn must return quickly. It is how a
-// long estimation shows progress (k decodes a row: on a CPU, minutes for a few dozen rows), in
-// the manner of net/http/httptrace's hooks.
+// done so far and the prompts in all, from EstimatePrior's goroutine; fn must return quickly.
+// total is fixed before the first call: the prompts of every row that reached decoding (k
+// cyclic permutations for a row of k ≤ 16 options; for a larger row, those of its knockout
+// sub-rows; none for a row refused before decoding, which is never reported). There is no
+// call before the first row is done, and the last call has done == total. It is how a long
+// estimation shows progress (k decodes a row: on a CPU, minutes for a few dozen rows), in the
+// manner of net/http/httptrace's hooks.
 func WithPriorProgress(ctx context.Context, fn func(done, total int)) context.Context {
 	return context.WithValue(ctx, priorProgressKey{}, fn)
 }
