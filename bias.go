@@ -209,51 +209,18 @@ func (d *Decider) EstimatePrior(ctx context.Context, rows []contract.Row) (*debi
 		total += len(r.jobs)
 	}
 	for ri, r := range reqs {
-		func() {
-			i := of[ri]
-			if out[i].Err != nil {
-				return
-			}
-			results := make([]*Result, len(r.jobs))
-			for s, j := range r.jobs {
-				res, err := d.wait(ctx, j)
-				if err != nil {
-					out[i].Err = err
-					break
-				}
-				results[s] = res
-			}
-			if out[i].Err != nil {
-				return
-			}
-			res, err := d.combineShifts(r, results, debias.PriDe, nil)
-			if err != nil {
-				out[i].Err = err
-				return
-			}
-			res.Debias.PriorSample = true
-			if err := d.suspect(ctx, r, res); err != nil {
-				out[i].Err = err
-				return
-			}
-			if len(rows[i].Options) <= contract.MaxOptions {
+		if i := of[ri]; out[i].Err == nil { // a row whose earlier sub-row failed is done
+			res, prior, err := d.estimationRow(ctx, r)
+			if res != nil && len(rows[i].Options) <= contract.MaxOptions {
 				out[i].Result = res
 			}
-			k := len(r.row.Options)
-			if k < 2 {
-				return
-			}
-			perms := [][]float64{positionLogprobs(results[0])}
-			for _, p := range res.Debias.Permutations {
-				perms = append(perms, p.Logprobs)
-			}
-			prior, err := debias.EstimateRowPrior(perms)
 			if err != nil {
 				out[i].Err = err
-				return
+			} else if prior != nil {
+				k := len(r.row.Options)
+				rowPriors[k] = append(rowPriors[k], prior)
 			}
-			rowPriors[k] = append(rowPriors[k], prior)
-		}()
+		}
 		if progress != nil {
 			done += len(r.jobs)
 			progress(done, total)
@@ -283,6 +250,39 @@ func (d *Decider) EstimatePrior(ctx context.Context, rows []contract.Row) (*debi
 		}
 	}
 	return p, out, nil
+}
+
+// estimationRow waits for a sample request's permutations and returns the row's decision from
+// their average (Debias.PriorSample set) and the row's own prior from them
+// (debias.EstimateRowPrior; nil for a row of fewer than two options). The decision is nil
+// when the permutations, their combination or the injection check fail; a prior that cannot
+// be estimated returns the decision with the error.
+func (d *Decider) estimationRow(ctx context.Context, r *request) (*Result, []float64, error) {
+	results := make([]*Result, len(r.jobs))
+	for s, j := range r.jobs {
+		res, err := d.wait(ctx, j)
+		if err != nil {
+			return nil, nil, err
+		}
+		results[s] = res
+	}
+	res, err := d.combineShifts(r, results, debias.PriDe, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	res.Debias.PriorSample = true
+	if err := d.suspect(ctx, r, res); err != nil {
+		return nil, nil, err
+	}
+	if len(r.row.Options) < 2 {
+		return res, nil, nil
+	}
+	perms := [][]float64{positionLogprobs(results[0])}
+	for _, p := range res.Debias.Permutations {
+		perms = append(perms, p.Logprobs)
+	}
+	prior, err := debias.EstimateRowPrior(perms)
+	return res, prior, err
 }
 
 // estimationRows are the rows PriDe's estimation decides for a sample row: the row itself, or
