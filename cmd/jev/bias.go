@@ -142,6 +142,11 @@ func (b *biasFlags) report(w io.Writer, ev batch.PriorEvent, profile string) {
 			fmt.Fprintf(w, "jev decide: PriDe: the sample is %d of the %d rows (at least %d are sampled), so this run costs nearly --permute cyclic; on a large file it costs about 1 + %.2f(k-1) times the raw run, and --prior FILE saves the prior for later runs\n",
 				ev.SampleRows, ev.Rows, b.sampleMinRn, b.sampleFrac)
 		}
+		if isTerminal(w) {
+			b.bar = newBar(w, int64(ev.Prompts), "estimating the prior", "prompts")
+			b.bar.StartWithoutRender() // its times and rate count from now, not from the first row done
+			_ = b.bar.RenderBlank()
+		}
 	case batch.PriorEstimated:
 		if b.bar != nil {
 			_ = b.bar.Finish()
@@ -174,11 +179,9 @@ func (b *biasFlags) progress(w io.Writer, done, total int) {
 	if total <= 0 || done >= total {
 		return
 	}
-	if isTerminal(w) {
-		if b.bar == nil {
-			b.bar = progressbar.NewOptions64(int64(total), progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("estimating the prior"),
-				progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("prompts"),
-				progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+	if b.bar != nil {
+		if b.bar.GetMax64() != int64(total) {
+			b.bar.ChangeMax64(int64(total)) // rows of more than 16 options count their sub-rows' prompts
 		}
 		_ = b.bar.Set64(int64(done))
 		return

@@ -255,13 +255,19 @@ func startMessages(stderr io.Writer, s batch.Start, out string, text, stdinHint 
 		fmt.Fprintf(stderr, "jev decide: deciding the rows of %s, %d at a time; each line prints once it and the rows before it are decided\n", src, window)
 		return nil
 	}
-	bar := progressbar.NewOptions64(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("deciding"),
-		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("rows"),
-		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
-	if n, ok := s.Rows(); ok {
-		bar.ChangeMax64(int64(n))
+	n, ok := s.Rows()
+	if !ok {
+		n = -1 // a spinner with a count
 	}
-	return bar
+	return newBar(stderr, int64(n), "deciding", "rows")
+}
+
+// newBar is jev's progress bar on a terminal w: what it does, a count of max units (-1: not
+// known), the rate, cleared when finished.
+func newBar(w io.Writer, max int64, what, unit string) *progressbar.ProgressBar {
+	return progressbar.NewOptions64(max, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString(unit),
+		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
 }
 
 // summary is a run's batch.Summary with what jev prints beside it: the shard, whether the run
