@@ -246,12 +246,6 @@ func applyProfile(files []string, out string, cf *calibrationFlags, stderr io.Wr
 		fmt.Fprintf(stderr, "; %d abstained below p=%.4f (coverage %.1f%%)", abstained, opts.AbstainBelow, 100*float64(n-abstained)/float64(n))
 	}
 	fmt.Fprintln(stderr)
-	if sh := sum.Shift; sh != nil && sh.Shifted {
-		fmt.Fprintf(stderr, "jev calibrate: warning: these rows are not drawn like the profile's fitting rows: %s; its probabilities need not hold for them", sh.Why)
-		if cf.maxError > 0 {
-			fmt.Fprintf(stderr, ", and --max-error %.3g's bound does not hold for this file", cf.maxError)
-		}
-		fmt.Fprintln(stderr, ": fit a profile on labelled rows of this kind")
-	}
+	warnShift(stderr, "jev calibrate: ", sum.Shift, cf.maxError)
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/batch"
+	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/internal/cli"
 )
@@ -349,13 +350,23 @@ func (s *summary) print(w io.Writer) {
 	fmt.Fprintln(w)
 	// The shipped profile is fitted across tasks, so most files differ from its fitting rows:
 	// that matters where its probabilities choose what to answer.
-	if sh := s.Shift; sh != nil && sh.Shifted && (s.ownProfile || s.abstaining) {
-		fmt.Fprintf(w, "warning: these rows are not drawn like the calibration profile's fitting rows: %s; its probabilities need not hold for them", sh.Why)
-		if s.maxError > 0 {
-			fmt.Fprintf(w, ", and --max-error %.3g's bound does not hold for this file", s.maxError)
-		}
-		fmt.Fprintln(w, ": fit a profile on labelled rows of this kind (jev calibrate)")
+	if s.ownProfile || s.abstaining {
+		warnShift(w, "", s.Shift, s.maxError)
 	}
+}
+
+// warnShift says on w, after prefix, that a calibrated run's rows are not drawn like its
+// profile's fitting rows, and that --max-error's bound (maxError > 0) does not hold for them;
+// nothing when sh is nil or found no shift.
+func warnShift(w io.Writer, prefix string, sh *calibrate.Shift, maxError float64) {
+	if sh == nil || !sh.Shifted {
+		return
+	}
+	fmt.Fprintf(w, "%swarning: these rows are not drawn like the calibration profile's fitting rows: %s; its probabilities need not hold for them", prefix, sh.Why)
+	if maxError > 0 {
+		fmt.Fprintf(w, ", and --max-error %.3g's bound does not hold for this file", maxError)
+	}
+	fmt.Fprintln(w, ": fit a profile on labelled rows of this kind (jev calibrate)")
 }
 
 func openInput(path string, stdin io.Reader) (io.Reader, func(), error) {
