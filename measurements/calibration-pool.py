@@ -193,8 +193,8 @@ def main():
 
     print("| task | k | rows | accuracy raw → PriDe | ECE, PriDe uncalibrated | own T (labels) → ECE | consensus T → ECE | agreement T → ECE | Batch Calibration: accuracy, ECE |")
     print("|---|---|---|---|---|---|---|---|---|")
+    own = {t.name: fit_t([t]) for t in tasks}
     for t in tasks:
-        own = fit_t([t])
         cons = float(TS[np.argmin([nll(t.xs, t.ys, T) for T in TS])])
         agr = float(TS[np.argmin([abs(softmax(t.X, T).max(1).mean() - t.agree) for T in TS])])
         p = np.exp(t.raw)
@@ -203,10 +203,9 @@ def main():
         bc_right = q.argmax(1) == t.G
         print("| %s | %d | %d | %.1f → %.1f %% | %.3f | %.3f → %.3f | %.3f → %.3f | %.3f → %.3f | %.1f %%, %.3f |" % (
             t.name, t.k, len(t.G), 100 * (t.raw.argmax(1) == t.G).mean(), 100 * t.right.mean(), t.ece_at(1),
-            own, t.ece_at(own), cons, t.ece_at(cons), agr, t.ece_at(agr), 100 * bc_right.mean(), ece(q.max(1), bc_right)))
+            own[t.name], t.ece_at(own[t.name]), cons, t.ece_at(cons), agr, t.ece_at(agr), 100 * bc_right.mean(), ece(q.max(1), bc_right)))
 
     stats = {t.name: sample_stats(t) for t in tasks}
-    own = {t.name: fit_t([t]) for t in tasks}
     names = list(stats[tasks[0].name])
     print("\n| task | own T | " + " | ".join("sample's %s" % n for n in names) + " |")
     print("|---|---|" + "---|" * len(names))
