@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"sync"
 
+	"github.com/gofrs/flock"
+
 	"github.com/gojev/gojev/internal/cache"
 )
 
@@ -72,6 +74,16 @@ func (s Store) Path(model ModelID, promptVersion string) string {
 
 // Add keeps p's option counts in the folder, over those it held for the same model and
 // contract. It does nothing for a zero Store or a prior without a model sha256.
+//
+// Concurrent Adds from several goroutines or processes (two jev runs sharing the cache
+// folder) for the same model and contract each keep their option counts: Add reads, merges
+// and writes the prior file holding an exclusive lock on a lock file beside it, <file>.lock,
+// and waits for it while another Add holds it. The lock is advisory (flock(2) on Unix,
+// LockFileEx on Windows, as github.com/gofrs/flock takes it): it orders Adds, not other
+// writers of the file, and Load and Kept take none (the file is replaced atomically, so they
+// read the old prior or the new one whole). The kernel releases it when its holder's file is
+// closed or its process dies, so a crashed run leaves no stale lock to wait on forever; the
+// lock file itself stays, empty (removing it would let two Adds lock two different files).
 func (s Store) Add(p *Prior) error {
 	path, ok := s.path(p.Model.SHA256, p.PromptVersion)
 	if !ok {
@@ -80,6 +92,11 @@ func (s Store) Add(p *Prior) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
+	lock := flock.New(path+".lock", flock.SetPermissions(0o644))
+	if err := lock.Lock(); err != nil {
+		return fmt.Errorf("debias: locking %s: %w", lock.Path(), err)
+	}
+	defer lock.Unlock()
 	merged := clonePrior(p)
 	if old, err := LoadPrior(path); err == nil && old.Check(p.Model, p.PromptVersion) == nil {
 		for k, lp := range old.ByOptions {
