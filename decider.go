@@ -61,6 +61,9 @@ type Decider struct {
 		rows, prompts, promptTokens, decodedTokens, decodes, rounds atomic.Int64
 		decodeNS, prepareNS                                         atomic.Int64
 	}
+	// queued counts the prompts handed to the scheduler and not yet read out or dropped
+	// (Queued).
+	queued atomic.Int64
 
 	// prior is PriDe's letter prior (Options.Prior, SetPrior); contentFree caches contextual
 	// calibration's content-free p_yes per question and candidate ([]float64, one per
@@ -187,6 +190,10 @@ func (d *Decider) Stats() Stats {
 		DecodeNS: d.stats.decodeNS.Load(), PrepareNS: d.stats.prepareNS.Load(),
 	}
 }
+
+// Queued is how many prompts wait in the scheduler now: handed to it (Decide, Ask, ...) and
+// neither read out nor dropped (a cancelled request's) yet. A server's queue depth.
+func (d *Decider) Queued() int64 { return d.queued.Load() }
 
 // preparingAdd moves the count of rows being prepared, signalling prepared at zero.
 func (d *Decider) preparingAdd(n int64) {

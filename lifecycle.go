@@ -41,12 +41,45 @@ func (d *Decider) begin(ctx context.Context, row contract.Row, method debias.Met
 	return d.beginSeq(ctx, d.next.Add(1), row, method, permute)
 }
 
-// beginSeq is begin for a valid row, numbered seq in the scheduler's order.
+// beginSeq is begin for a valid row, numbered seq in the scheduler's order: prepareSeq, then
+// enqueue.
 func (d *Decider) beginSeq(ctx context.Context, seq uint64, row contract.Row, method debias.Method, permute int) (*request, error) {
-	if len(row.Options) > contract.MaxOptions && d.opts.Contract.lettered() && !d.opts.manyBinary() {
-		return d.beginKnockout(ctx, seq, row, method, permute)
+	r, err := d.prepareSeq(ctx, seq, row, method, permute)
+	if err != nil {
+		return nil, err
 	}
-	return d.beginRow(ctx, seq, row, method, permute, d.opts.Detect)
+	return r, d.enqueueRequest(ctx, r)
+}
+
+// prepareSeq renders and checks every prompt of a valid row, numbered seq, and enqueues none:
+// a request whose prompts all passed their checks (enqueueRequest hands them to the
+// scheduler).
+func (d *Decider) prepareSeq(ctx context.Context, seq uint64, row contract.Row, method debias.Method, permute int) (*request, error) {
+	if len(row.Options) > contract.MaxOptions && d.opts.Contract.lettered() && !d.opts.manyBinary() {
+		return d.prepareKnockout(ctx, seq, row, method, permute)
+	}
+	return d.prepareRow(ctx, seq, row, method, permute, d.opts.Detect)
+}
+
+// enqueueRequest hands a prepared request's jobs to the scheduler: its decision jobs, the
+// content-free ones, a knockout's group passes, then the detector's.
+func (d *Decider) enqueueRequest(ctx context.Context, r *request) error {
+	for _, j := range append(r.jobs, r.cf...) {
+		if err := d.enqueue(ctx, r.seq, j); err != nil {
+			return err
+		}
+	}
+	if r.ko != nil {
+		for _, g := range r.ko.groups {
+			if err := d.enqueueRequest(ctx, g); err != nil {
+				return err
+			}
+		}
+	}
+	if r.detect != nil {
+		return d.enqueue(ctx, r.seq, r.detect)
+	}
+	return nil
 }
 
 // rowMethod is the bias control a row of k options gets under method: debias.Default becomes
@@ -73,10 +106,19 @@ func (d *Decider) binaryRow(k int) bool {
 	return k > contract.MaxOptions && d.opts.Contract.lettered() && d.opts.manyBinary()
 }
 
-// beginRow is begin for a valid row of at most contract.MaxOptions options under a lettered
-// contract (any count under Binary), with or without the detector's prompt; seq is the
-// request's place in the scheduler's order (a knockout's passes share their row's).
+// beginRow is prepareRow, then enqueueRequest.
 func (d *Decider) beginRow(ctx context.Context, seq uint64, row contract.Row, method debias.Method, permute int, detect bool) (*request, error) {
+	r, err := d.prepareRow(ctx, seq, row, method, permute, detect)
+	if err != nil {
+		return nil, err
+	}
+	return r, d.enqueueRequest(ctx, r)
+}
+
+// prepareRow is prepareSeq for a valid row of at most contract.MaxOptions options under a
+// lettered contract (any count under Binary), with or without the detector's prompt; seq is
+// the request's place in the scheduler's order (a knockout's passes share their row's).
+func (d *Decider) prepareRow(ctx context.Context, seq uint64, row contract.Row, method debias.Method, permute int, detect bool) (*request, error) {
 	method = d.rowMethod(method, len(row.Options))
 	if d.binaryRow(len(row.Options)) && d.bslotsErr != nil {
 		return nil, fmt.Errorf("%d options are decided under %s, and %w", len(row.Options), contract.BinaryPromptVersion, d.bslotsErr)
@@ -128,16 +170,6 @@ func (d *Decider) beginRow(ctx context.Context, seq uint64, row contract.Row, me
 			return nil, err
 		}
 		r.detect = j
-	}
-	for _, j := range append(r.jobs, r.cf...) {
-		if err := d.enqueue(ctx, seq, j); err != nil {
-			return nil, err
-		}
-	}
-	if r.detect != nil {
-		if err := d.enqueue(ctx, seq, r.detect); err != nil {
-			return nil, err
-		}
 	}
 	return r, nil
 }
@@ -222,4 +254,18 @@ func (d *Decider) combine(ctx context.Context, r *request) (*Result, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// tokens is the tokens of the request's prepared prompts (knockout groups included).
+func (r *request) tokens() int {
+	n := r.detect.tokens()
+	for _, j := range append(r.jobs, r.cf...) {
+		n += j.tokens()
+	}
+	if r.ko != nil {
+		for _, g := range r.ko.groups {
+			n += g.tokens()
+		}
+	}
+	return n
 }

@@ -44,16 +44,16 @@ func (d *Decider) plan(row contract.Row) (knockout.Plan, error) {
 	return knockout.NewPlan(ids, descs, d.opts.Knockout.Grouping, d.opts.Knockout.Seed)
 }
 
-// beginKnockout plans a row of more than contract.MaxOptions options and enqueues its group
-// passes (and the detector's prompt); endKnockout runs the final pass.
-func (d *Decider) beginKnockout(ctx context.Context, seq uint64, row contract.Row, method debias.Method, permute int) (*request, error) {
+// prepareKnockout plans a row of more than contract.MaxOptions options and prepares its group
+// passes (and the detector's prompt) for enqueueRequest; endKnockout runs the final pass.
+func (d *Decider) prepareKnockout(ctx context.Context, seq uint64, row contract.Row, method debias.Method, permute int) (*request, error) {
 	p, err := d.plan(row)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", contract.ErrRow, err)
 	}
 	r := &request{seq: seq, row: row, start: time.Now(), method: method, ko: &knockoutRequest{plan: p, permute: permute}}
 	for g, idx := range p.Groups {
-		sub, err := d.beginRow(ctx, seq, subRow(row, idx), method, permute, false)
+		sub, err := d.prepareRow(ctx, seq, subRow(row, idx), method, permute, false)
 		if err != nil {
 			return nil, fmt.Errorf("knockout group %d of %d: %w", g+1, len(p.Groups), err)
 		}
@@ -65,9 +65,6 @@ func (d *Decider) beginKnockout(ctx context.Context, seq uint64, row contract.Ro
 			return nil, err
 		}
 		r.detect = j
-		if err := d.enqueue(ctx, seq, j); err != nil {
-			return nil, err
-		}
 	}
 	return r, nil
 }

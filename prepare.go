@@ -88,6 +88,11 @@ func (d *Decider) prompt(ctx context.Context, msgs []contract.ChatMessage, verif
 	if err != nil {
 		return Prompt{}, err
 	}
+	if pc, ok := d.rt.(backend.PromptChecker); ok {
+		if err := pc.CheckPrompt(toks); err != nil {
+			return Prompt{}, err
+		}
+	}
 	return Prompt{Text: text, SHA256: contract.PromptSHA256(text), Tokens: toks, NTokens: len(toks)}, nil
 }
 

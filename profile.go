@@ -10,6 +10,9 @@ import (
 // scoresOf are the scores a calibration map reads from a result, in row order: the debiased
 // scores under bias control, else the raw ones (binary: p_yes values).
 func scoresOf(res *Result) []float64 {
+	if res.YesNo != nil {
+		return []float64{res.YesNo.PYes}
+	}
 	binary := res.Candidates != nil
 	if ko := res.Knockout; ko != nil {
 		lp := make([]float64, len(ko.Distribution))
@@ -33,8 +36,12 @@ func scoresOf(res *Result) []float64 {
 	return positionLogprobs(res)
 }
 
-// scoringOf names a result's scoring (calibrate.ScoringOf).
+// scoringOf names a result's scoring (calibrate.ScoringOf; a noul question's is
+// calibrate.ScoringNoul).
 func scoringOf(res *Result) string {
+	if res.YesNo != nil {
+		return calibrate.ScoringNoul
+	}
 	if res.Knockout != nil {
 		return calibrate.KnockoutScoring(res.Knockout.Scoring)
 	}
@@ -77,15 +84,23 @@ func (res *Result) ApplyProfile(p *calibrate.Profile, abstainBelow float64) {
 			}
 			m, k := sc.Fitted.For(len(scores))
 			probs := m.Apply(scores)
-			chosen := 0
-			for i := range probs {
-				if res.idAt(i) == res.Chosen {
-					chosen = i
-				}
-			}
 			res.Calibration = &Calibration{Scoring: scoring, Method: m.Method, K: k, Params: m, ProfileSHA256: p.SHA256,
 				UncalibratedProbability: res.Probability, Probabilities: probs}
-			res.Probability = probs[chosen]
+			switch {
+			case res.YesNo != nil: // probs[0] is P(yes); the answer "true" or "false" stays
+				res.Probability = probs[0]
+				if res.Chosen == "false" {
+					res.Probability = 1 - probs[0]
+				}
+			default:
+				chosen := 0
+				for i := range probs {
+					if res.idAt(i) == res.Chosen {
+						chosen = i
+					}
+				}
+				res.Probability = probs[chosen]
+			}
 		}
 	}
 	res.Abstained = (abstainBelow > 0 && res.Probability < abstainBelow) || (res.Suspect != nil && res.Suspect.Abstain)

@@ -2,12 +2,15 @@ package gojev
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 
 	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/debias"
+	"github.com/gojev/gojev/knockout"
 	"github.com/gojev/gojev/pyjson"
 )
 
@@ -82,17 +85,50 @@ func (Noul) Type() string { return "noul" }
 // k = 1): 0 when every option is equally likely, 1 when one is certain. A Noul's probability is
 // its p_yes (softmax of the pooled yes and no logits), calibrated under a profile that holds the
 // "noul" scoring.
+//
+// As JSON (MarshalJSON) an Answer has its type's fields only, each always present, a zero
+// included: a choice's "choice", "confidence" and "probabilities"; a score's "score",
+// "confidence", "legend" and "probabilities"; a noul's "noul".
 type Answer struct {
 	Type          string             `json:"type"`
 	Choice        string             `json:"choice,omitempty"`
-	Score         float64            `json:"score,omitempty"`
-	Noul          float64            `json:"noul,omitempty"`
-	Confidence    float64            `json:"confidence,omitempty"`
+	Score         float64            `json:"score"`
+	Noul          float64            `json:"noul"`
+	Confidence    float64            `json:"confidence"`
 	Legend        map[string]any     `json:"legend,omitempty"`
 	Probabilities map[string]float64 `json:"probabilities,omitempty"`
 	// Result is the decision behind the answer, with its prompt_version, prompt_sha256, raw
 	// scores and token counts (a Noul's: PromptVersion noul-v1, YesNo its readout).
 	Result *Result `json:"-"`
+}
+
+// MarshalJSON writes the answer with its type's fields only (see Answer); an answer of another
+// type writes every field.
+func (a Answer) MarshalJSON() ([]byte, error) {
+	switch a.Type {
+	case "choice":
+		return json.Marshal(struct {
+			Type          string             `json:"type"`
+			Choice        string             `json:"choice"`
+			Confidence    float64            `json:"confidence"`
+			Probabilities map[string]float64 `json:"probabilities"`
+		}{a.Type, a.Choice, a.Confidence, a.Probabilities})
+	case "score":
+		return json.Marshal(struct {
+			Type          string             `json:"type"`
+			Score         float64            `json:"score"`
+			Confidence    float64            `json:"confidence"`
+			Legend        map[string]any     `json:"legend"`
+			Probabilities map[string]float64 `json:"probabilities"`
+		}{a.Type, a.Score, a.Confidence, a.Legend, a.Probabilities})
+	case "noul":
+		return json.Marshal(struct {
+			Type string  `json:"type"`
+			Noul float64 `json:"noul"`
+		}{a.Type, a.Noul})
+	}
+	type plain Answer // without this method
+	return json.Marshal(plain(a))
 }
 
 // ErrQuestion: a typed question is malformed (an empty name, no criteria, a criterion name
@@ -134,12 +170,19 @@ type AskCall struct {
 	names     []string
 	rows      []*Call
 	nouls     []*noulCall
+	// ready is closed when questions prepared on a preparing goroutine are enqueued (or one
+	// failed: err); nil when BeginAsk prepared them.
+	ready chan struct{}
+	err   error
 }
 
-// BeginAsk is the first half of Ask, as Begin is Decide's: it checks, renders and enqueues
-// every question's prompts in the calling goroutine, in name order, so that a caller that
-// reads states in order (batch.Run) has them decoded in that order. Errors are Ask's for a
-// question that cannot be begun.
+// BeginAsk is the first half of Ask, as Begin is Decide's: it checks every question, then
+// renders and checks every question's prompts (their length against n_ctx included), in name
+// order, and only when all of them passed hands them to the scheduler, so that a request
+// refused for one question decodes none of the others. A caller that reads states in order
+// (batch.Run) has them decoded in that order. Errors are Ask's for the first question (in name
+// order) that cannot be begun. Where preparing overlaps decoding (Begin), the prompts are
+// prepared on a preparing goroutine and their errors come from Wait.
 func (d *Decider) BeginAsk(ctx context.Context, state any, questions map[string]Question) (*AskCall, error) {
 	c := &AskCall{d: d, questions: questions}
 	for n := range questions {
@@ -149,29 +192,129 @@ func (d *Decider) BeginAsk(ctx context.Context, state any, questions map[string]
 	if len(c.names) == 0 {
 		return nil, fmt.Errorf("%w: no questions", ErrQuestion)
 	}
-	c.rows, c.nouls = make([]*Call, len(c.names)), make([]*noulCall, len(c.names))
+	// What can be checked without rendering, for every question first.
+	rows := make([]contract.Row, len(c.names))
+	nouls := make([]*Noul, len(c.names))
 	for i, n := range c.names {
 		var err error
 		switch q := questions[n].(type) {
 		case Noul:
-			c.nouls[i], err = d.beginNoul(ctx, n, state, q)
+			nouls[i], err = &q, d.checkNoul(n, q)
 		case *Noul:
-			c.nouls[i], err = d.beginNoul(ctx, n, state, *q)
-		default:
-			var row contract.Row
-			if row, err = questionRow(n, state, q); err == nil {
-				c.rows[i], err = d.Begin(ctx, row)
+			if q == nil {
+				err = fmt.Errorf("%w: no question", ErrQuestion)
+				break
 			}
+			nouls[i], err = q, d.checkNoul(n, *q)
+		default:
+			rows[i], err = questionRow(n, state, q)
 		}
 		if err != nil {
 			return nil, &QuestionError{Name: n, Err: err}
 		}
 	}
+	seqs := make([]uint64, len(c.names))
+	for i := range seqs {
+		seqs[i] = d.next.Add(1)
+	}
+	if d.serial {
+		d.preparingAdd(1)
+		defer d.preparingAdd(-1)
+		c.err = c.prepare(ctx, state, rows, nouls, seqs)
+		if c.err != nil {
+			return nil, c.err
+		}
+		return c, nil
+	}
+	d.preparingAdd(1)
+	select {
+	case d.preparers <- struct{}{}:
+	case <-ctx.Done():
+		d.preparingAdd(-1)
+		return nil, fmt.Errorf("gojev: %w", ctx.Err())
+	case <-d.quit:
+		d.preparingAdd(-1)
+		return nil, fmt.Errorf("gojev: %w", ErrClosed)
+	}
+	c.ready = make(chan struct{})
+	go func() {
+		defer close(c.ready)
+		defer d.preparingAdd(-1)
+		c.err = c.prepare(ctx, state, rows, nouls, seqs)
+		<-d.preparers
+	}()
 	return c, nil
+}
+
+// prepare renders and checks every question's prompts, then enqueues them all; its error is a
+// *QuestionError for the first question that failed (nothing enqueued then), or ctx's or
+// ErrClosed while enqueueing.
+func (c *AskCall) prepare(ctx context.Context, state any, rows []contract.Row, nouls []*Noul, seqs []uint64) error {
+	d := c.d
+	c.rows, c.nouls = make([]*Call, len(c.names)), make([]*noulCall, len(c.names))
+	for i, n := range c.names {
+		var err error
+		if q := nouls[i]; q != nil {
+			var j *job
+			j, err = d.noulJob(ctx, n, state, *q)
+			c.nouls[i] = &noulCall{j: j, seq: seqs[i]}
+		} else {
+			var r *request
+			r, err = d.prepareSeq(ctx, seqs[i], rows[i], d.opts.Debias, d.opts.Permute)
+			c.rows[i] = &Call{d: d, r: r}
+		}
+		if err != nil {
+			return &QuestionError{Name: n, Err: err}
+		}
+	}
+	for i := range c.names {
+		var err error
+		if nc := c.nouls[i]; nc != nil {
+			err = d.enqueue(ctx, nc.seq, nc.j)
+		} else {
+			err = d.enqueueRequest(ctx, c.rows[i].r)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PromptTokens is the tokens of every prompt the Ask prepared: its questions' prompts, a
+// knockout's group passes but not its final pass (prepared once they are decoded). 0 where
+// the prompts are prepared on a preparing goroutine and are not yet (BeginAsk).
+func (c *AskCall) PromptTokens() int {
+	if c.ready != nil {
+		select {
+		case <-c.ready:
+		default:
+			return 0
+		}
+	}
+	n := 0
+	for i := range c.names {
+		if nc := c.nouls[i]; nc != nil {
+			n += nc.j.tokens()
+		} else if r := c.rows[i]; r != nil {
+			n += r.r.tokens()
+		}
+	}
+	return n
 }
 
 // Wait waits for every question's answer; its errors are Ask's.
 func (c *AskCall) Wait(ctx context.Context) (map[string]*Answer, error) {
+	if c.ready != nil {
+		select {
+		case <-c.ready:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("gojev: %w", ctx.Err())
+		}
+		if c.err != nil {
+			return nil, c.err
+		}
+	}
 	out := make(map[string]*Answer, len(c.names))
 	var first error
 	for i, n := range c.names {
@@ -194,6 +337,58 @@ func (c *AskCall) Wait(ctx context.Context) (map[string]*Answer, error) {
 		return nil, first
 	}
 	return out, nil
+}
+
+// Prompts is how many prompts the Decider reads to answer q, counted without rendering it:
+// one for a Noul; for a Choice or Score of k criteria, those of a row of k options under the
+// Decider's contract and bias control (one; Options.Permute's shifts, or k under Cyclic; k
+// under the binary contract, with contextual calibration's content-free prompts, which a
+// Decider reads once per question and criterion; a knockout's group passes and its final
+// pass), and the injection detector's one. 0 for a question that is not a Choice, Score or
+// Noul. An upper bound, for admission control and metering (systemone.Handler).
+func (d *Decider) Prompts(q Question) int {
+	switch q := q.(type) {
+	case Noul, *Noul:
+		return 1
+	case Choice:
+		return d.rowPrompts(len(q.Criteria), d.opts.Detect)
+	case *Choice:
+		return d.Prompts(*q)
+	case Score:
+		return d.rowPrompts(len(q.Levels), d.opts.Detect)
+	case *Score:
+		return d.Prompts(*q)
+	}
+	return 0
+}
+
+// rowPrompts is Prompts for a row of k options.
+func (d *Decider) rowPrompts(k int, detect bool) int {
+	n := 0
+	if detect {
+		n++
+	}
+	switch {
+	case k <= 0:
+		return n
+	case !d.opts.Contract.lettered() || d.binaryRow(k):
+		n += k
+		if d.opts.Debias == debias.Contextual {
+			n += k * len(debias.ContentFreeEvidence)
+		}
+		return n
+	case k > contract.MaxOptions:
+		sizes, keep := knockout.Sizes(k)
+		for _, s := range sizes {
+			n += d.rowPrompts(s, false)
+		}
+		return n + d.rowPrompts(min(len(sizes)*keep, contract.MaxOptions), false)
+	}
+	switch method := d.rowMethod(d.opts.Debias, k); {
+	case method == debias.Cyclic, method == debias.PriDe && d.opts.Permute > 1:
+		return n + len(debias.Shifts(k, d.opts.Permute))
+	}
+	return n + 1
 }
 
 // questionRow is the row a Choice or Score decides: the state as evidence, the instructions as
@@ -267,6 +462,9 @@ func answerOf(q Question, res *Result) *Answer {
 	a := &Answer{Type: q.Type(), Result: res}
 	if a.Type == "noul" {
 		a.Noul = res.YesNo.PYes
+		if c := res.Calibration; c != nil && len(c.Probabilities) == 1 {
+			a.Noul = c.Probabilities[0]
+		}
 		return a
 	}
 	ids, probs := res.distribution()

@@ -2,8 +2,10 @@ package gojev_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -13,7 +15,9 @@ import (
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/backend/backendtest"
+	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/debias"
 )
 
 // Typed questions on the small model: a choice and a score are the rows they map to (the same
@@ -104,4 +108,122 @@ func TestScoreIsTheExpectedLevel(t *testing.T) {
 	assert.InDelta(t, (0.625-1.0/3)/(2.0/3), s.Confidence, 1e-12)
 	_, err = d.Ask(context.Background(), "s", map[string]gojev.Question{"n": gojev.Noul{Instructions: "?"}})
 	assert.True(t, errors.Is(err, contract.ErrBinarySlot), "a model without single-token yes/no cannot answer a noul: %v", err)
+}
+
+// Every question of an Ask is checked, its prompt's length against n_ctx included, before any
+// is queued: an Ask refused for its second question decodes none of the others (before, the
+// first was queued and decoded, and the second refused only when it reached the decoder).
+func TestAskChecksEveryQuestionBeforeQueueing(t *testing.T) {
+	ctx := context.Background()
+	d, err := gojev.New(ctx, &backendtest.Scripted{NCtx: 600}, gojev.Options{})
+	require.NoError(t, err)
+	defer d.Close()
+	short := gojev.Choice{Instructions: "Which?", Criteria: []gojev.Criterion{{Name: "a"}, {Name: "b"}}}
+	long := gojev.Choice{Instructions: strings.Repeat("Which one, really? ", 40), Criteria: []gojev.Criterion{{Name: "a"}, {Name: "b"}}}
+	_, err = d.Ask(ctx, "s", map[string]gojev.Question{"a": short, "b": long})
+	var qe *gojev.QuestionError
+	require.ErrorAs(t, err, &qe)
+	assert.Equal(t, "b", qe.Name)
+	var tl *backend.PromptTooLongError
+	require.ErrorAs(t, err, &tl)
+	assert.Equal(t, 600, tl.NCtx)
+	assert.Zero(t, d.Stats().Decodes, "nothing decoded")
+	assert.Zero(t, d.Queued(), "nothing queued")
+
+	_, err = d.Ask(ctx, "s", map[string]gojev.Question{"a": short})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), d.Stats().Decodes)
+	assert.Zero(t, d.Queued())
+}
+
+// Prompts counts a question's prompts without rendering it: the count an Ask then decodes.
+func TestPromptsIsWhatAnAskDecodes(t *testing.T) {
+	ctx := context.Background()
+	criteria := func(n int) []gojev.Criterion {
+		var out []gojev.Criterion
+		for i := range n {
+			out = append(out, gojev.Criterion{Name: strconv.Itoa(i), Description: "option " + strconv.Itoa(i)})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		opts gojev.Options
+		q    gojev.Question
+		want int
+	}{
+		{"a choice", gojev.Options{}, gojev.Choice{Criteria: criteria(3)}, 1},
+		{"a score", gojev.Options{}, &gojev.Score{Levels: []any{"low", "high"}}, 1},
+		{"a knockout of 20: two groups and a final pass", gojev.Options{Knockout: gojev.KnockoutOptions{Method: gojev.ManyKnockout}}, gojev.Choice{Criteria: criteria(20)}, 3},
+		{"a knockout of 40: three groups and a final pass", gojev.Options{Knockout: gojev.KnockoutOptions{Method: gojev.ManyKnockout}}, gojev.Choice{Criteria: criteria(40)}, 4},
+		{"cyclic: every shift", gojev.Options{Debias: debias.Cyclic}, gojev.Choice{Criteria: criteria(5)}, 5},
+		{"cyclic, permute 2", gojev.Options{Debias: debias.Cyclic, Permute: 2}, gojev.Choice{Criteria: criteria(6)}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := gojev.New(ctx, &backendtest.Scripted{}, tc.opts)
+			require.NoError(t, err)
+			defer d.Close()
+			assert.Equal(t, tc.want, d.Prompts(tc.q))
+			_, err = d.Ask(ctx, "s", map[string]gojev.Question{"q": tc.q})
+			require.NoError(t, err)
+			assert.Equal(t, int64(tc.want), d.Stats().Prompts, "the prompts the Ask decoded")
+		})
+	}
+	d, err := gojev.New(ctx, &backendtest.Scripted{}, gojev.Options{})
+	require.NoError(t, err)
+	defer d.Close()
+	assert.Equal(t, 1, d.Prompts(gojev.Noul{Instructions: "?"}))
+}
+
+// An Answer's JSON has its type's fields, each present when zero: a score of 0 keeps "score".
+func TestAnswerJSONKeepsZeros(t *testing.T) {
+	for _, tc := range []struct {
+		a    gojev.Answer
+		want string
+	}{
+		{gojev.Answer{Type: "score", Legend: map[string]any{"0": "low", "1": "high"}, Probabilities: map[string]float64{"0": 1, "1": 0}},
+			`{"type":"score","score":0,"confidence":0,"legend":{"0":"low","1":"high"},"probabilities":{"0":1,"1":0}}`},
+		{gojev.Answer{Type: "noul"}, `{"type":"noul","noul":0}`},
+		{gojev.Answer{Type: "choice", Choice: "a", Probabilities: map[string]float64{"a": 0.5, "b": 0.5}},
+			`{"type":"choice","choice":"a","confidence":0,"probabilities":{"a":0.5,"b":0.5}}`},
+	} {
+		b, err := json.Marshal(tc.a)
+		require.NoError(t, err)
+		assert.JSONEq(t, tc.want, string(b))
+		b, err = json.Marshal(&tc.a)
+		require.NoError(t, err)
+		assert.JSONEq(t, tc.want, string(b), "a pointer too")
+	}
+}
+
+// A noul answer is finished as a row is: under the default settings it says it is
+// uncalibrated, and under a profile holding the noul scoring its P(yes) is calibrated (before,
+// neither: noul answers skipped the finishing step).
+func TestNoulAnswersAreFinished(t *testing.T) {
+	ctx := context.Background()
+	state := map[string]any{"message": "I was charged twice for my March invoice."}
+	qs := map[string]gojev.Question{"billing": gojev.Noul{Instructions: "Is this message about billing?"}}
+	a, err := openDefault(t, gojev.Options{}).Ask(ctx, state, qs)
+	require.NoError(t, err)
+	plain := a["billing"]
+	assert.True(t, plain.Result.Uncalibrated, "the default settings: no calibration covers noul")
+	assert.Nil(t, plain.Result.Calibration)
+
+	p := profileOf(calibrate.ScoringNoul, calibrate.Map{Method: calibrate.Temperature, T: 2, Binary: true, Rows: 100})
+	p.Scorings[calibrate.ScoringPriDe] = profileOf(calibrate.ScoringPriDe, calibrate.Map{Method: calibrate.Temperature, T: 1, Rows: 100}).Scorings[calibrate.ScoringPriDe]
+	a, err = openDefault(t, gojev.Options{Calibration: p}).Ask(ctx, state, qs)
+	require.NoError(t, err)
+	cal := a["billing"]
+	pyes := cal.Result.YesNo.PYes
+	assert.Equal(t, plain.Result.YesNo.PYes, pyes, "the raw readout unchanged")
+	want := 1 / (1 + math.Exp(-math.Log(pyes/(1-pyes))/2))
+	assert.InDelta(t, want, cal.Noul, 1e-12, "P(yes) through the noul scoring's temperature")
+	require.NotNil(t, cal.Result.Calibration)
+	assert.Equal(t, calibrate.ScoringNoul, cal.Result.Calibration.Scoring)
+	assert.False(t, cal.Result.Uncalibrated)
+	wantP := want
+	if cal.Result.Chosen == "false" {
+		wantP = 1 - want
+	}
+	assert.InDelta(t, wantP, cal.Result.Probability, 1e-12, "the probability of the answer given")
 }

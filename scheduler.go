@@ -34,6 +34,18 @@ type job struct {
 	kind     jobKind
 }
 
+// tokens is the tokens of the job's prompts (0 for nil).
+func (j *job) tokens() int {
+	if j == nil {
+		return 0
+	}
+	n := 0
+	for _, p := range j.prompts {
+		n += p.NTokens
+	}
+	return n
+}
+
 // jobKind is what a job's prompts ask and how the scheduler scores them.
 type jobKind uint8
 
@@ -141,6 +153,7 @@ func (s *scheduler) finish(j *job, res *Result, err error) {
 		return
 	}
 	j.finished, j.res, j.err = true, res, err
+	s.d.queued.Add(-int64(j.left)) // its prompts without a readout leave the queue too
 	for _, p := range j.prompts {
 		p.readout = backend.Readout{}
 	}
@@ -370,6 +383,7 @@ func (s *scheduler) complete(p *prompt, r backend.Readout) {
 	p.readout = r
 	j.decoded += float64(r.Decoded)
 	j.left--
+	d.queued.Add(-1)
 	if j.left == 0 {
 		s.finish(j, d.score(j), nil)
 	}
@@ -378,12 +392,15 @@ func (s *scheduler) complete(p *prompt, r backend.Readout) {
 // enqueue hands a job of the request numbered seq to the scheduler.
 func (d *Decider) enqueue(ctx context.Context, seq uint64, j *job) error {
 	j.seq = seq
+	d.queued.Add(int64(len(j.prompts)))
 	select {
 	case d.submit <- j:
 		return nil
 	case <-ctx.Done():
+		d.queued.Add(-int64(len(j.prompts)))
 		return fmt.Errorf("gojev: %w", ctx.Err())
 	case <-d.quit:
+		d.queued.Add(-int64(len(j.prompts)))
 		return fmt.Errorf("gojev: %w", ErrClosed)
 	}
 }

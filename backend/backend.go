@@ -60,6 +60,14 @@ type DeviceLister interface {
 	Devices() (devices, plugins []string)
 }
 
+// PromptChecker is a runtime that can tell, before decoding, that a prompt cannot be decoded
+// (InProcess.CheckPrompt: empty, or longer than n_ctx). The Decider asks it while preparing a
+// row, so that such a prompt is refused before it is queued, and never reaches a packed
+// decode it would fail whole.
+type PromptChecker interface {
+	CheckPrompt(tokens []int32) error
+}
+
 // Packer is a runtime that can decode several prompts in one llama_decode (InProcess under
 // DecodePacked). The Decider hands it a round's prompts in the order of their tokens.
 type Packer interface {

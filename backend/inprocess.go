@@ -256,7 +256,7 @@ func (b *InProcess) Logits(ctx context.Context, prompt []int32) ([]float32, erro
 }
 
 func (b *InProcess) nextTokenLogits(ctx context.Context, tokens []llama.Token) ([]float32, int, error) {
-	if err := b.checkPrompt(tokens); err != nil {
+	if err := b.CheckPrompt(tokens); err != nil {
 		return nil, 0, err
 	}
 	b.mu.Lock()
@@ -298,8 +298,9 @@ func (b *InProcess) nextTokenLogits(ctx context.Context, tokens []llama.Token) (
 	return logits, len(tokens) - keep, err
 }
 
-// checkPrompt refuses a prompt no decode can take: empty, or longer than n_ctx.
-func (b *InProcess) checkPrompt(tokens []llama.Token) error {
+// CheckPrompt refuses a prompt no decode can take: empty (contract.ErrEmptyPrompt), or longer
+// than n_ctx (*PromptTooLongError). It reads no state a decode changes: safe from any goroutine.
+func (b *InProcess) CheckPrompt(tokens []llama.Token) error {
 	if len(tokens) == 0 {
 		return contract.ErrEmptyPrompt
 	}

@@ -55,7 +55,7 @@ func (b *InProcess) NextTokens(ctx context.Context, prompts [][]int32, ids [][]i
 		return nil, fmt.Errorf("%w: %d prompts in one packed decode, more than PackSeqs %d", ErrOptions, len(prompts), b.opts.PackSeqs)
 	}
 	for _, p := range prompts {
-		if err := b.checkPrompt(p); err != nil {
+		if err := b.CheckPrompt(p); err != nil {
 			return nil, err
 		}
 	}

@@ -29,6 +29,7 @@ const (
 	ScoringCyclic     = "cyclic"     // direct, all k cyclic permutations averaged
 	ScoringBinary     = "binary"     // binary-candidates-v1, each candidate's p_yes
 	ScoringContextual = "contextual" // binary, p_yes after contextual calibration
+	ScoringNoul       = "noul"       // noul-v1, a yes/no question's p_yes (a binary map)
 )
 
 // ScoringOf names the scoring of one decision: its contract, its bias-control method, how many

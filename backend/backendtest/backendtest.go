@@ -26,14 +26,36 @@ import (
 // scores 0); every other token, and every token of a prompt whose user message is not a
 // direct payload, scores 0. Readout.Decoded is the whole prompt (no prefix reuse).
 //
-// Its methods keep no state, so a Scripted is safe for concurrent use; set Scores and Bias
-// before the Decider is made.
+// Delay makes every NextToken take that long, as a decode does (a cancelled context ends it
+// early), for tests of what waits on decodes: admission, deadlines, draining. NCtx, when not 0,
+// is the longest prompt in tokens: a longer one is refused by CheckPrompt, as an in-process
+// runtime refuses a prompt longer than n_ctx, before it is queued.
+//
+// Its methods keep no state, so a Scripted is safe for concurrent use; set its fields before
+// the Decider is made.
 type Scripted struct {
 	Scores map[string]float64
 	Bias   map[byte]float64
+	Delay  time.Duration
+	NCtx   int
 }
 
-var _ backend.Backend = (*Scripted)(nil)
+var (
+	_ backend.Backend       = (*Scripted)(nil)
+	_ backend.PromptChecker = (*Scripted)(nil)
+)
+
+// CheckPrompt refuses an empty prompt and, when NCtx is set, one of more than NCtx tokens
+// (*backend.PromptTooLongError).
+func (s *Scripted) CheckPrompt(tokens []int32) error {
+	switch {
+	case len(tokens) == 0:
+		return contract.ErrEmptyPrompt
+	case s.NCtx > 0 && len(tokens) > s.NCtx:
+		return &backend.PromptTooLongError{NTokens: len(tokens), NCtx: s.NCtx}
+	}
+	return nil
+}
 
 // Name is "scripted".
 func (s *Scripted) Name() string { return "scripted" }
@@ -71,6 +93,18 @@ func (s *Scripted) Detokenize(_ context.Context, toks []int32) (string, error) {
 // NextToken reads the scripted logits at the prompt's end for ids: logits as written,
 // log-probabilities their log-softmax over the 256 tokens.
 func (s *Scripted) NextToken(ctx context.Context, prompt, ids []int32) (backend.Readout, error) {
+	if s.Delay > 0 {
+		t := time.NewTimer(s.Delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return backend.Readout{}, ctx.Err()
+		}
+	}
+	if err := s.CheckPrompt(prompt); err != nil {
+		return backend.Readout{}, err
+	}
 	logits := make([]float64, 256)
 	text, _ := s.Detokenize(ctx, prompt)
 	i := strings.Index(text, "user: ")
