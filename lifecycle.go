@@ -256,16 +256,17 @@ func (d *Decider) combine(ctx context.Context, r *request) (*Result, error) {
 	return out, nil
 }
 
-// tokens is the tokens of the request's prepared prompts (knockout groups included).
-func (r *request) tokens() int {
-	n := r.detect.tokens()
+// appendTokens appends the tokens of the request's prepared prompts (knockout groups
+// included) to all.
+func (r *request) appendTokens(all [][]int32) [][]int32 {
+	all = r.detect.appendTokens(all)
 	for _, j := range append(r.jobs, r.cf...) {
-		n += j.tokens()
+		all = j.appendTokens(all)
 	}
 	if r.ko != nil {
 		for _, g := range r.ko.groups {
-			n += g.tokens()
+			all = g.appendTokens(all)
 		}
 	}
-	return n
+	return all
 }

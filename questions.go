@@ -281,26 +281,38 @@ func (c *AskCall) prepare(ctx context.Context, state any, rows []contract.Row, n
 	return nil
 }
 
-// PromptTokens is the tokens of every prompt the Ask prepared: its questions' prompts, a
-// knockout's group passes but not its final pass (prepared once they are decoded). 0 where
-// the prompts are prepared on a preparing goroutine and are not yet (BeginAsk).
-func (c *AskCall) PromptTokens() int {
+// Tokens counts the tokens of every prompt the Ask prepared (its questions' prompts, and a
+// knockout's group passes but not its final pass, prepared once they are decoded): prompt, all
+// of them, as a run without prefix reuse decodes them; distinct, those left when the prefixes
+// its prompts share (the state, after each system text) are counted once, what decoding them
+// one after another in the order of their tokens takes. Both 0 where the prompts are prepared
+// on a preparing goroutine and are not yet (BeginAsk).
+func (c *AskCall) Tokens() (prompt, distinct int) {
 	if c.ready != nil {
 		select {
 		case <-c.ready:
 		default:
-			return 0
+			return 0, 0
 		}
 	}
-	n := 0
+	var all [][]int32
 	for i := range c.names {
 		if nc := c.nouls[i]; nc != nil {
-			n += nc.j.tokens()
+			all = nc.j.appendTokens(all)
 		} else if r := c.rows[i]; r != nil {
-			n += r.r.tokens()
+			all = r.r.appendTokens(all)
 		}
 	}
-	return n
+	slices.SortFunc(all, slices.Compare)
+	var prev []int32
+	for _, t := range all {
+		common := 0
+		for common < min(len(t), len(prev)) && t[common] == prev[common] {
+			common++
+		}
+		prompt, distinct, prev = prompt+len(t), distinct+len(t)-common, t
+	}
+	return prompt, distinct
 }
 
 // Wait waits for every question's answer; its errors are Ask's.

@@ -34,16 +34,15 @@ type job struct {
 	kind     jobKind
 }
 
-// tokens is the tokens of the job's prompts (0 for nil).
-func (j *job) tokens() int {
+// appendTokens appends the tokens of the job's prompts to all (nil: none).
+func (j *job) appendTokens(all [][]int32) [][]int32 {
 	if j == nil {
-		return 0
+		return all
 	}
-	n := 0
 	for _, p := range j.prompts {
-		n += p.NTokens
+		all = append(all, p.Tokens)
 	}
-	return n
+	return all
 }
 
 // jobKind is what a job's prompts ask and how the scheduler scores them.
