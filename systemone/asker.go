@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/backend"
@@ -27,39 +30,94 @@ type Asker interface {
 // ErrUnknownModel: the request names a model the server does not serve (HTTP 404).
 var ErrUnknownModel = errors.New("systemone: unknown model")
 
+// VersionAliases are the jev-<version> names System One clients send by default (jevkit's
+// tools pin jev-1.13.0; TypeSafe's releases are also asked for by minor version): a gojev
+// server answers them, and any other name of the form jev-<digits>[.<digits>...], with its
+// own model, and lists these in GET /v1/models as aliases.
+var VersionAliases = []string{"jev-1.13", "jev-1.13.0"}
+
+// versionName matches jev-<version>: jev-1, jev-1.13, jev-1.13.0.
+var versionName = regexp.MustCompile(`^jev-[0-9]+(\.[0-9]+)*$`)
+
 // Local answers System One requests with a Decider in this process (Decider.Ask): the
 // questions of one request are decided together, and concurrent requests share the Decider's
 // batching.
 type Local struct {
 	Decider *gojev.Decider
-	// Model is the name answers carry and requests may ask for, besides DefaultModel (jev
-	// serve: the model's file name).
-	Model string
+	// Model is the name answers carry (what really answered; jev serve: the model's file
+	// name), which requests may ask for, as they may DefaultModel, VersionAliases and any
+	// jev-<version> name, and Aliases.
+	Model   string
+	Aliases []string
 }
 
 var _ Asker = (*Local)(nil)
 
-// Ask decides the request's questions (gojev.Decider.Ask) and returns their answers in the
-// request's order. A request for another model than l.Model or DefaultModel wraps
-// ErrUnknownModel; a question the Decider refuses (malformed, a prompt too long for n_ctx,
-// content with special-token text, a noul question the model cannot answer) is a
-// ValidationErrors naming it; ctx's error and gojev.ErrClosed are returned wrapped.
-func (l *Local) Ask(ctx context.Context, req *Request) (*Response, error) {
-	if req.Model != DefaultModel && req.Model != l.Model {
-		return nil, fmt.Errorf("%w: %q (this server answers to %q and %q)", ErrUnknownModel, req.Model, DefaultModel, l.Model)
-	}
-	qs := make(map[string]gojev.Question, len(req.Questions))
-	for _, q := range req.Questions {
-		if _, dup := qs[q.Name]; dup {
-			return nil, ValidationErrors{{Loc: []any{"body", "questions", q.Name}, Msg: "the question name is given twice", Type: "duplicate"}}
+// names are the model names l answers to, listed: Model, DefaultModel, VersionAliases, Aliases.
+func (l *Local) names() []string {
+	out := []string{l.Model}
+	for _, n := range append(append([]string{DefaultModel}, VersionAliases...), l.Aliases...) {
+		if n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
 		}
-		qs[q.Name] = q.Question
 	}
-	answers, err := l.Decider.Ask(ctx, req.State, qs)
+	return out
+}
+
+// serves reports whether a request for model is answered by l.
+func (l *Local) serves(model string) bool {
+	return slices.Contains(l.names(), model) || versionName.MatchString(model)
+}
+
+// unknown is the error of a request for a model l does not serve.
+func (l *Local) unknown(model string) error {
+	return fmt.Errorf("%w %q: this server answers to %s, and any jev-<version> name", ErrUnknownModel, model, strings.Join(quoted(l.names()), ", "))
+}
+
+func quoted(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = strconv.Quote(n)
+	}
+	return out
+}
+
+// Ask decides the request's questions (gojev.Decider.Ask) and returns their answers in the
+// request's order. A request for a model l does not serve wraps ErrUnknownModel; a question the
+// Decider refuses (malformed, a prompt too long for n_ctx, content with special-token text, a
+// noul question the model cannot answer) is a ValidationErrors naming it, and then no question
+// of the request was decoded; ctx's error and gojev.ErrClosed are returned wrapped.
+func (l *Local) Ask(ctx context.Context, req *Request) (*Response, error) {
+	c, qs, err := l.begin(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	answers, err := c.Wait(ctx)
 	if err != nil {
 		return nil, validation(err, qs)
 	}
 	return ResponseOf(l.Model, req.Questions, answers), nil
+}
+
+// begin checks the model and the question names, and begins the Ask (every question checked
+// and its prompts prepared before any is queued); it returns the call and the questions by
+// name. Errors are Ask's.
+func (l *Local) begin(ctx context.Context, req *Request) (*gojev.AskCall, map[string]gojev.Question, error) {
+	if !l.serves(req.Model) {
+		return nil, nil, l.unknown(req.Model)
+	}
+	qs := make(map[string]gojev.Question, len(req.Questions))
+	for _, q := range req.Questions {
+		if _, dup := qs[q.Name]; dup {
+			return nil, nil, ValidationErrors{{Loc: []any{"body", "questions", q.Name}, Msg: "the question name is given twice", Type: "duplicate"}}
+		}
+		qs[q.Name] = q.Question
+	}
+	c, err := l.Decider.BeginAsk(ctx, req.State, qs)
+	if err != nil {
+		return nil, qs, validation(err, qs)
+	}
+	return c, qs, nil
 }
 
 // ResponseOf is the API's response for questions (in their order) and Decider.Ask's answers to
@@ -79,6 +137,9 @@ func ResponseOf(model string, questions []Named, answers map[string]*gojev.Answe
 // validation turns an error of Decider.Ask about one question into the API's ValidationErrors
 // where the request is at fault; other errors are returned as they are.
 func validation(err error, qs map[string]gojev.Question) error {
+	if err == nil {
+		return nil
+	}
 	var qe *gojev.QuestionError
 	if !errors.As(err, &qe) {
 		return err

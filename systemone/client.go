@@ -34,7 +34,8 @@ type APIError struct {
 func (e *APIError) Error() string { return fmt.Sprintf("systemone: HTTP %d: %s", e.Status, e.Message) }
 
 // Ask posts the request to /v1/systemone. Errors: ValidationErrors for a 422, an error wrapping
-// ErrUnknownModel for a 404, *APIError for any other failure status, and the transport's errors.
+// ErrUnknownModel for a 404 whose detail says the model is unknown, *APIError for any other
+// failure status (a 404 from a wrong BaseURL among them), and the transport's errors.
 func (c *Client) Ask(ctx context.Context, req *Request) (*Response, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -106,8 +107,20 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 	if json.Unmarshal(detail.Detail, &s) == nil {
 		msg = s
 	}
-	if resp.StatusCode == http.StatusNotFound && path == "/v1/systemone" {
+	if resp.StatusCode == http.StatusNotFound && path == "/v1/systemone" && unknownModel(detail.Detail) {
 		return fmt.Errorf("%w: %s", ErrUnknownModel, msg)
 	}
 	return &APIError{Status: resp.StatusCode, Message: msg}
+}
+
+// unknownModel reports whether a 404's JSON detail says the model is unknown ("unknown model",
+// as gojev writes it, or "model ... not found"), not that the path is: a wrong base URL's 404
+// ("404 page not found", or FastAPI's {"detail": "Not Found"}) is an *APIError.
+func unknownModel(detail json.RawMessage) bool {
+	var s string
+	if json.Unmarshal(detail, &s) != nil {
+		return false
+	}
+	s = strings.ToLower(s)
+	return strings.Contains(s, "unknown model") || (strings.Contains(s, "model") && strings.Contains(s, "not found"))
 }

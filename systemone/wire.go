@@ -76,6 +76,38 @@ type NamedAnswer struct {
 	Answer
 }
 
+// MarshalJSON writes the answer's fields after its "name" (without it, the embedded Answer's
+// MarshalJSON would be promoted and drop the name).
+func (n NamedAnswer) MarshalJSON() ([]byte, error) {
+	b, err := n.Answer.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	name, err := json.Marshal(n.Name)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(`{"name":`), name...)
+	if len(b) > 2 { // {"type": ...}
+		out = append(append(out, ','), b[1:]...)
+	} else {
+		out = append(out, '}')
+	}
+	return out, nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (n *NamedAnswer) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	n.Name = w.Name
+	return n.Answer.UnmarshalJSON(b)
+}
+
 // Get returns the answer to the question named name.
 func (r *Response) Get(name string) (Answer, bool) {
 	for _, a := range r.Answers {
@@ -126,8 +158,9 @@ func (v ValidationErrors) Error() string {
 	return "systemone: invalid request: " + strings.Join(parts, "; ")
 }
 
-// MarshalJSON writes the request as the API reads it.
-func (r *Request) MarshalJSON() ([]byte, error) {
+// MarshalJSON writes the request as the API reads it (a value receiver: a Request and a
+// *Request marshal alike).
+func (r Request) MarshalJSON() ([]byte, error) {
 	qs := make(pyjson.Object, len(r.Questions))
 	for i, q := range r.Questions {
 		v, err := questionJSON(q.Question)
@@ -246,8 +279,9 @@ func (a *Answer) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// MarshalJSON writes the response as the API does: answers in the request's order.
-func (r *Response) MarshalJSON() ([]byte, error) {
+// MarshalJSON writes the response as the API does: answers in the request's order, by
+// name (a value receiver: a Response and a *Response marshal alike).
+func (r Response) MarshalJSON() ([]byte, error) {
 	answers := make(pyjson.Object, len(r.Answers))
 	for i, a := range r.Answers {
 		answers[i] = pyjson.Member{Key: a.Name, Value: a.Answer}

@@ -68,7 +68,7 @@ def check_answers(r):
 with TypeSafeClient(timeout=120) as client:
     models = client.models.list()
     names = [m.name for m in models.models]
-    check("models list jev-latest and the model file", "jev-latest" in names and len(names) == 2, names)
+    check("models list the model file, then jev-latest and the jev-<version> aliases", names[1:] == ["jev-latest", "jev-1.13", "jev-1.13.0"] and names[0].endswith(".gguf"), names)
 
     r = client.system_one(state=STATE, questions=QUESTIONS)
     check_answers(r)
