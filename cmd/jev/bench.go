@@ -11,6 +11,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/debias"
@@ -60,7 +62,18 @@ same model on a loopback port and sends their questions as requests from --clien
 clients (--requests in all, cycling through the rows), and prints questions/s of both, the
 ratio, the requests' p50/p95/p99 latency, and the process's RSS every tenth of the requests.
 
-  jev bench -t 2 -i typed.jsonl --serve --clients 8 --requests 10000 -o out/serve.json`
+  jev bench -t 2 -i typed.jsonl --serve --clients 8 --requests 10000 -o out/serve.json
+
+--burst N sends N requests at once instead (the rows' questions, cycling), each from a client
+of its own that retries a 429 or 503 after the Retry-After it carries: it prints the first
+answers by status, the slowest first 200 and first refusal, the time until every request is
+answered, and questions/s. With --serve the server is this process's (its --timeout, warmed up
+as jev serve is) and jev decide's run is the baseline; with --url it is any running System One
+server (--api-key its key), and --sigterm PID sends that process SIGTERM once every request was
+sent and --sigterm-after passed (a drain measured from outside).
+
+  jev bench -t 2 -i burst.jsonl --serve --burst 48 --timeout 20s
+  jev bench -i burst.jsonl --burst 24 --url http://127.0.0.1:8080 --sigterm "$(pgrep -f 'jev serve')"`
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("bench")
@@ -80,6 +93,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cli.Bool(fs, &serve, "serve", "measure jev serve under load against jev decide on the same typed rows (-i)")
 	cli.Int(fs, &clients, "clients", 8, "with --serve: concurrent `clients`")
 	cli.Int(fs, &requests, "requests", 0, "with --serve: `requests` in all, cycling through the rows (0: one a row)")
+	var burst, sigterm int
+	var burstURL string
+	var timeout, sigtermAfter time.Duration
+	cli.Int(fs, &burst, "burst", 0, "send `n` requests at once (with --serve or --url), each retrying as told")
+	cli.String(fs, &burstURL, "url", "", "with --burst: the running server's root `URL` (else --serve's own)")
+	cli.Duration(fs, &timeout, "timeout", 0, "with --serve --burst: the server's request timeout (default jev serve's)")
+	cli.Int(fs, &sigterm, "sigterm", 0, "with --url: send SIGTERM to this `pid` once every request was sent")
+	cli.Duration(fs, &sigtermAfter, "sigterm-after", time.Second, "with --sigterm: how long after the last request was sent")
 	var sf sweepFlags
 	cli.String(fs, &sf.scorings, "scorings", "", "measure bias control instead of the paths: decide the rows under each of these `scorings` (raw, pride, cyclic, permute-N, pride+permute-N, each with or without +detect; detect is raw+detect), comma-separated; ratios are against the first")
 	cli.Int(fs, &sf.block, "block", 10, "with --scorings: `rows` each scoring decides in turn before the next block")
@@ -96,11 +117,20 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if burstURL != "" {
+		if serve || burst <= 0 {
+			return cli.Usage(errors.New("--url measures a running server with --burst N (without --serve)"))
+		}
+		return runBurstBench(ctx, burstURL, mf.apiKey, in, limit, burst, sigterm, sigtermAfter, out, stdout, stderr)
+	}
 	if serve {
 		if pathsSet || sf.scorings != "" {
 			return cli.Usage(errors.New("--serve, --paths and --scorings measure different things: give one"))
 		}
-		return runServeBench(ctx, &mf, in, limit, clients, requests, out, stdout, stderr)
+		return runServeBench(ctx, &mf, in, limit, bench.ServeConfig{Clients: clients, Requests: requests, Burst: burst, Timeout: timeout}, out, stdout, stderr)
+	}
+	if burst > 0 || sigterm > 0 {
+		return cli.Usage(errors.New("--burst goes with --serve or --url"))
 	}
 	if sf.scorings != "" {
 		if pathsSet {
@@ -163,11 +193,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-// runServeBench is jev bench --serve.
-func runServeBench(ctx context.Context, mf *modelFlags, in string, limit, clients, requests int, out string, stdout, stderr io.Writer) error {
+// typedRows reads a file of typed rows, the first limit (0: all).
+func typedRows(in string, limit int) ([][]byte, error) {
 	data, err := os.ReadFile(in)
 	if err != nil {
-		return cli.Usage(err)
+		return nil, cli.Usage(err)
 	}
 	var rows [][]byte
 	for _, l := range bytes.Split(data, []byte("\n")) {
@@ -179,24 +209,73 @@ func runServeBench(ctx context.Context, mf *modelFlags, in string, limit, client
 		rows = rows[:limit]
 	}
 	if len(rows) == 0 {
-		return cli.Usage(fmt.Errorf("-i %s: no typed rows", in))
+		return nil, cli.Usage(fmt.Errorf("-i %s: no typed rows", in))
+	}
+	return rows, nil
+}
+
+// runServeBench is jev bench --serve.
+func runServeBench(ctx context.Context, mf *modelFlags, in string, limit int, cfg bench.ServeConfig, out string, stdout, stderr io.Writer) error {
+	rows, err := typedRows(in, limit)
+	if err != nil {
+		return err
 	}
 	d, err := mf.open(ctx, stderr, gojev.Options{Debias: debias.None})
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	rep, err := bench.MeasureServe(ctx, bench.ServeConfig{Decider: d, Rows: rows, Clients: clients, Requests: requests, Log: stderr})
+	cfg.Decider, cfg.Rows, cfg.Log = d, rows, stderr
+	rep, err := bench.MeasureServe(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	rep.WriteText(stdout)
-	if out != "" {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(out, append(b, '\n'), 0o644)
+	return writeJSONFile(out, rep)
+}
+
+// runBurstBench is jev bench --burst N --url URL.
+func runBurstBench(ctx context.Context, url, key, in string, limit, n, pid int, after time.Duration, out string, stdout, stderr io.Writer) error {
+	rows, err := typedRows(in, limit)
+	if err != nil {
+		return err
 	}
-	return nil
+	cfg := bench.BurstConfig{URL: url, APIKey: key, Log: stderr}
+	for i := range n {
+		body, q, err := bench.RequestOf(rows[i%len(rows)])
+		if err != nil {
+			return cli.Usage(fmt.Errorf("-i %s: row %d: %w", in, i%len(rows)+1, err))
+		}
+		cfg.Bodies, cfg.Questions = append(cfg.Bodies, body), append(cfg.Questions, q)
+	}
+	if pid > 0 {
+		p, err := os.FindProcess(pid)
+		if err != nil {
+			return cli.Usage(fmt.Errorf("--sigterm %d: %w", pid, err))
+		}
+		cfg.Delay = after
+		cfg.AfterSent = func() {
+			fmt.Fprintf(stderr, "bench: SIGTERM to %d\n", pid)
+			_ = p.Signal(syscall.SIGTERM)
+		}
+	}
+	fmt.Fprintf(stderr, "bench: %d requests at once to %s ...\n", n, url)
+	rep, err := bench.MeasureBurst(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	rep.WriteText(stdout)
+	return writeJSONFile(out, rep)
+}
+
+// writeJSONFile writes v as indented JSON to path ("" writes nothing).
+func writeJSONFile(path string, v any) error {
+	if path == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,7 +48,7 @@ type modelFlags struct {
 }
 
 func (f *modelFlags) register(fs *cli.FlagSet) {
-	cli.String(fs, &f.model, "m,model", "", "`path` of the GGUF model (default $JEV_MODEL, else the model `make model` fetched)")
+	cli.String(fs, &f.model, "m,model", "", "`path` of the GGUF model (default $GOJEV_MODEL, else the model `make model` fetched)")
 	cli.Int(fs, &f.threads, "t,threads", runtime.NumCPU(), "n_threads: CPU `threads` for decoding (default: this machine's CPU count, here "+strconv.Itoa(runtime.NumCPU())+")")
 	cli.Int(fs, &f.nGPULayers, "ngl,n-gpu-layers", -1, "n_gpu_layers: `layers` to offload to the GPU device a --plugin brings (-1 all, 0 none: the CPU decides)")
 	cli.String(fs, &f.kwargs, "chat-template-kwargs", `{"enable_thinking": false}`, "chat_template_kwargs: a JSON `object` of template variables")
@@ -58,9 +57,9 @@ func (f *modelFlags) register(fs *cli.FlagSet) {
 	cli.String(fs, &f.renderer, "renderer", "", "chat-template `engine`: go (Go Jinja, as transformers renders; the default in-process), llama (llama.cpp's common/chat, as llama-server renders), server (the runtime's /apply-template; the default and only choice with --runtime)")
 	cli.String(fs, &f.runtime, "runtime", "", "decide through a llama-server at this base `URL` (e.g. http://127.0.0.1:8080) instead of in-process: /apply-template, /tokenize, /detokenize, /completion")
 	if f.serving {
-		cli.String(fs, &f.apiKey, "api-key", "", "bearer `keys` the server accepts, comma-separated (default $JEV_API_KEY); without any it accepts every request and listens on 127.0.0.1 only. With --runtime, the llama-server's own key comes from $JEV_RUNTIME_API_KEY")
+		cli.String(fs, &f.apiKey, "api-key", "", "bearer `keys` the server accepts, comma-separated (default $GOJEV_API_KEYS); without any it accepts requests to a loopback name only and listens on 127.0.0.1. With --runtime, the llama-server's own key comes from $GOJEV_RUNTIME_API_KEY")
 	} else {
-		cli.String(fs, &f.apiKey, "api-key", "", "bearer `key` for --runtime (default $JEV_API_KEY)")
+		cli.String(fs, &f.apiKey, "api-key", "", "bearer `key` for --runtime (default $GOJEV_RUNTIME_API_KEY)")
 	}
 	cli.Int(fs, &f.nProbs, "n-probs", 1000, "with --runtime: the first n_probs asked of /completion; raised 8× at a time while an option's token is missing from the top `n`")
 	cli.String(fs, &f.plugins, "plugin", "", "ggml backend plugin `files` to load before the model, comma-separated (libggml-vulkan.so, libggml-cuda.so; make plugin GPU=… or gojev-native install --gpu … fetches them); default $GOJEV_PLUGINS (colon-separated); none loads none")
@@ -82,19 +81,49 @@ func (f *modelFlags) registerDecoding(fs *cli.FlagSet) {
 	cli.Bool(fs, &f.splitKV, "no-kv-unified", "packed decoding: a KV buffer per sequence (kv_unified off; n_ctx × n_seq_max cells in all); implies --no-shared-prefix")
 }
 
-// modelPath resolves -m, then $JEV_MODEL, then the cached default model.
+// modelPath resolves -m, then $GOJEV_MODEL (the deprecated $JEV_MODEL), then the cached
+// default model.
 func (f *modelFlags) modelPath() (string, error) {
-	if p := cmp.Or(f.model, os.Getenv("JEV_MODEL")); p != "" {
+	if f.model != "" {
+		return f.model, nil
+	}
+	if p := os.Getenv("GOJEV_MODEL"); p != "" {
 		return p, nil
+	}
+	if p := os.Getenv("JEV_MODEL"); p != "" {
+		if _, err := os.Stat(p); err != nil && !strings.ContainsRune(p, os.PathSeparator) && !strings.HasSuffix(p, ".gguf") {
+			// jevkit's tools read JEV_MODEL as a model name (jev-1.13.0): not a file of ours.
+			slog.Warn(fmt.Sprintf("$JEV_MODEL=%s is a System One client's model name, not a GGUF file: ignored (gojev reads $GOJEV_MODEL)", p))
+		} else {
+			return envVar("GOJEV_MODEL", "JEV_MODEL"), nil
+		}
 	}
 	p, err := cache.Model(cache.DefaultModelFile)
 	if err != nil {
-		return "", cli.Usage(errors.New("no model: pass -m MODEL.gguf or set JEV_MODEL"))
+		return "", cli.Usage(errors.New("no model: pass -m MODEL.gguf or set GOJEV_MODEL"))
 	}
 	if _, err := os.Stat(p); err != nil {
-		return "", cli.Usage(fmt.Errorf("no model: pass -m MODEL.gguf, set JEV_MODEL, or run `make model` to fetch the default (%s)", p))
+		return "", cli.Usage(fmt.Errorf("no model: pass -m MODEL.gguf, set GOJEV_MODEL, or run `make model` to fetch the default (%s)", p))
 	}
 	return p, nil
+}
+
+// envVar reads gojev's variable name, else its deprecated name old with a warning. The old
+// names (JEV_MODEL, JEV_API_KEY, JEV_RUNTIME_API_KEY) are the ones System One clients read
+// for their own settings (jevkit's JEV_MODEL is a model name, jev-eval's JEV_API_KEY its key),
+// so one shell could not set both; old is ignored, with a warning, when name is set too.
+func envVar(name, old string) string {
+	v, ov := os.Getenv(name), os.Getenv(old)
+	switch {
+	case v != "":
+		if ov != "" && ov != v {
+			slog.Warn(fmt.Sprintf("$%s is ignored: $%s is set (gojev reads GOJEV_ variables; %s is a System One client's)", old, name, old))
+		}
+		return v
+	case ov != "":
+		slog.Warn(fmt.Sprintf("$%s is deprecated for gojev: set $%s (the old name is read by System One clients for their own settings)", old, name))
+	}
+	return ov
 }
 
 // pluginList resolves --plugin (comma-separated; "none" for none), then $GOJEV_PLUGINS
@@ -187,13 +216,20 @@ func (f *modelFlags) open(ctx context.Context, stderr io.Writer, base gojev.Opti
 	return gojev.Open(ctx, path, opts)
 }
 
-// key resolves --runtime's key: --api-key, then $JEV_API_KEY (jev serve:
-// $JEV_RUNTIME_API_KEY, its --api-key being the server's own).
+// key resolves --runtime's key: --api-key (not jev serve's, which names the keys it accepts),
+// then $GOJEV_RUNTIME_API_KEY (deprecated: $JEV_RUNTIME_API_KEY, and $JEV_API_KEY outside jev
+// serve).
 func (f *modelFlags) key() string {
 	if f.serving {
-		return os.Getenv("JEV_RUNTIME_API_KEY")
+		return envVar("GOJEV_RUNTIME_API_KEY", "JEV_RUNTIME_API_KEY")
 	}
-	return cmp.Or(f.apiKey, os.Getenv("JEV_API_KEY"))
+	if f.apiKey != "" {
+		return f.apiKey
+	}
+	if k := envVar("GOJEV_RUNTIME_API_KEY", "JEV_RUNTIME_API_KEY"); k != "" {
+		return k
+	}
+	return envVar("GOJEV_RUNTIME_API_KEY", "JEV_API_KEY")
 }
 
 // checkLocalRenderer checks --renderer for an in-process run.

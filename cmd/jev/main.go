@@ -55,7 +55,7 @@ Usage:
   jev quantize IN.gguf OUT.gguf [--type q4_k_m]    quantize a model's weights, as llama-quantize does
   jev version                                      gojev's version, the llama.cpp pin, the default model
 
-decide, render, check, parity, bench, redteam and serve take -m MODEL.gguf; without it, $JEV_MODEL, else the default model
+decide, render, check, parity, bench, redteam and serve take -m MODEL.gguf; without it, $GOJEV_MODEL, else the default model
 that "make model" fetched (Qwen2.5-Coder-1.5B-Instruct Q4_K_M).
 
 A row is one JSON object per line:

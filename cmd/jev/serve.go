@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -10,9 +11,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gojev/gojev"
@@ -24,24 +27,35 @@ import (
 const serveSynopsis = `Usage: jev serve [-m MODEL.gguf] [--host ADDR] [--port N] [--api-key KEYS] [flags]
 
 Serves TypeSafe's System One API from one model in this process, for the programs and SDKs that
-ask typed questions (typesafe-sdk's TypeSafeClient with TYPESAFE_BASE_URL set to this server):
+ask typed questions (typesafe-sdk, jev-eval, jevkit's tools such as jev-grep, jev-lite: each
+one's variables are in docs/typed-questions.md):
   POST /v1/systemone   named questions about one state: choice (one of named criteria),
                        score (a level of an ordered rubric) and noul (a yes/no question)
-  GET  /v1/models      the model, under its file name and under jev-latest
-  GET  /healthz        200 while the server runs
+  GET  /v1/models      the model, under its file name, jev-latest and jev-<version> aliases
+  GET  /metrics        Prometheus metrics: requests, questions, prompts, queue, decode time
+  GET  /healthz        200 while the process serves (liveness)
+  GET  /readyz         200 when it takes new requests; 503 while draining or overloaded
 A choice or score question is a row of the direct contract (direct-options-v1: the state is
 the evidence, the instructions the criterion, the criteria, or the levels "0" … "n−1", the
 options); a noul question has its own prompt (noul-v1: the seed's yes/no system text, read as
-p_yes). Every answer carries its prompt_version and prompt_sha256; confidence is the
-normalised margin of the top probability over uniform. Concurrent requests share the
-Decider's batching: their prompts are decoded together, shared prefixes once.
+p_yes). Every answer carries its prompt_version and prompt_sha256. Concurrent requests share
+the Decider's batching: their prompts are decoded together, shared prefixes once.
 
-Keys: with --api-key (or $JEV_API_KEY) every request needs "Authorization: Bearer KEY"; with
-none, every request is accepted and the server listens on 127.0.0.1 only. Bodies may come
-zstd- or gzip-compressed; --max-body applies after decompressing. A request that would put
-more than --max-in-flight questions in flight gets 429 with Retry-After, never a queue without
-bound; a client that goes away cancels its request's work. SIGTERM or Ctrl-C stops accepting,
-lets the requests in flight finish (up to --shutdown-timeout), and exits.
+Keys: with --api-key (or $GOJEV_API_KEYS) every request but /healthz and /readyz needs
+"Authorization: Bearer KEY". With none, the server listens on 127.0.0.1 only and answers only
+requests addressed to a loopback name (Host localhost or 127.0.0.1: a guard against DNS
+rebinding). A browser page of another origin is refused (403) unless --allowed-origins names
+it. Bodies must be JSON (415), may come zstd- or gzip-compressed; --max-body applies after
+decompressing.
+
+Load: before it listens the server decodes a small request twice to measure its decode rate.
+A request is admitted when the work admitted before it, at that rate, leaves it time to finish
+within its deadline (--timeout, or the client's X-Request-Timeout if shorter); otherwise it
+gets 429 at once, with Retry-After saying when it would be admitted. An idle server admits
+any request it can take; one that needs more prompts than --max-in-flight is a 422.
+
+Stopping: SIGTERM or Ctrl-C stops accepting, turns /readyz to 503, lets every accepted request
+finish (each up to its own deadline) and exits 0. A second signal stops at once (exit 1).
 
   jev serve --port 8080 &
   TYPESAFE_BASE_URL=http://127.0.0.1:8080 TYPESAFE_API_KEY=any python3 app.py`
@@ -51,33 +65,50 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mf := modelFlags{serving: true}
 	mf.register(fs)
 	mf.registerDecoding(fs)
-	var host, debiasName, priorFile string
+	var host, debiasName, priorFile, origins, aliases, tlsCert, tlsKey string
 	var port, maxInFlight, maxQuestions int
 	var maxBody int64
 	var timeout, shutdown time.Duration
+	var noWarmup bool
 	cli.String(fs, &host, "host", "", "`address` to listen on (default 127.0.0.1; another address needs --api-key)")
 	cli.Int(fs, &port, "port", 8080, "TCP `port` to listen on (0: any free port, printed at start)")
+	cli.String(fs, &tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate `file` (with --tls-key); without them keys travel in clear text, so serve other machines through a TLS proxy (docs/typed-questions.md)")
+	cli.String(fs, &tlsKey, "tls-key", "", "the PEM private key `file` of --tls-cert")
+	cli.String(fs, &origins, "allowed-origins", "", "browser `origins` that may call the server, comma-separated (https://app.example.com, or * for any): they get CORS headers; any other Origin is refused with 403")
+	cli.String(fs, &aliases, "model-alias", "", "more model `names` requests may ask for, comma-separated (jev-latest and any jev-<version> are always answered; answers name the model file)")
 	cli.String(fs, &debiasName, "debias", "", "bias `method` for choice and score questions: pride, with --prior FILE (estimated beforehand by jev decide --debias pride --prior FILE --prior-only on rows like the questions)")
 	cli.String(fs, &priorFile, "prior", "", "PriDe's prior `file` for --debias pride")
 	cli.Int64(fs, &maxBody, "max-body", systemone.DefaultMaxBodyBytes, "largest request body in `bytes`, after decompressing (larger: 413)")
-	cli.Int(fs, &maxQuestions, "max-questions", systemone.DefaultMaxQuestions, "most `questions` in one request (more: 422)")
-	cli.Int(fs, &maxInFlight, "max-in-flight", systemone.DefaultMaxInFlight, "most `questions` decided at once over every request (more: 429 with Retry-After)")
-	cli.Duration(fs, &timeout, "timeout", systemone.DefaultTimeout, "longest a request's decisions may take (past it: 503 with Retry-After)")
-	cli.Duration(fs, &shutdown, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for the requests in flight")
+	cli.Int(fs, &maxQuestions, "max-questions", systemone.DefaultMaxQuestions, "most `questions` in one request (more: 422); at most --max-in-flight")
+	cli.Int(fs, &maxInFlight, "max-in-flight", systemone.DefaultMaxInFlight, "most `prompts` admitted at once over every request (a question is one prompt, or more: a choice of more than 16 criteria, --permute); past it 429 with Retry-After, and a request needing more alone is a 422")
+	cli.Duration(fs, &timeout, "timeout", systemone.DefaultTimeout, "longest a request may take from arrival to answer (a client's shorter X-Request-Timeout wins): a request the queue would keep past it gets 429 at once; one admitted that runs past it, 503")
+	cli.Duration(fs, &shutdown, "shutdown-timeout", 0, "longest the drain after SIGTERM may take (default: --timeout plus 10 s, so that every accepted request ends; shorter than --timeout is refused)")
+	cli.Bool(fs, &noWarmup, "no-warmup", "do not decode a warm-up request before listening (admission then has no measured rate until the first requests are answered)")
 	if err := cli.Parse(fs, args, stderr, serveSynopsis); err != nil {
 		return err
 	}
-	var keys []string
-	for _, k := range strings.Split(cmp.Or(mf.apiKey, os.Getenv("JEV_API_KEY")), ",") {
-		if k = strings.TrimSpace(k); k != "" {
-			keys = append(keys, k)
-		}
-	}
+	keys := splitList(cmp.Or(mf.apiKey, envVar("GOJEV_API_KEYS", "JEV_API_KEY")))
 	switch {
 	case host == "":
 		host = "127.0.0.1"
 	case len(keys) == 0 && !loopback(host):
-		return cli.Usage(fmt.Errorf("--host %s: a server reachable from other machines needs --api-key (or $JEV_API_KEY); without keys it listens on 127.0.0.1 only", host))
+		return cli.Usage(fmt.Errorf("--host %s: a server reachable from other machines needs --api-key (or $GOJEV_API_KEYS); without keys it listens on 127.0.0.1 only", host))
+	}
+	switch {
+	case timeout <= 0:
+		return cli.Usage(fmt.Errorf("--timeout %s: a request's time must be positive", timeout))
+	case shutdown != 0 && shutdown < timeout:
+		return cli.Usage(fmt.Errorf("--shutdown-timeout %s is shorter than --timeout %s: the drain would cut accepted requests short (lower --timeout instead)", shutdown, timeout))
+	case (tlsCert == "") != (tlsKey == ""):
+		return cli.Usage(errors.New("--tls-cert and --tls-key go together"))
+	}
+	if shutdown == 0 {
+		shutdown = timeout + 10*time.Second
+	}
+	if tlsCert != "" {
+		if _, err := tls.LoadX509KeyPair(tlsCert, tlsKey); err != nil {
+			return cli.Usage(fmt.Errorf("--tls-cert/--tls-key: %w", err))
+		}
 	}
 	opts := gojev.Options{}
 	switch debiasName {
@@ -115,35 +146,84 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	model := servedModel(d, mf)
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	h := systemone.NewHandler(systemone.Config{Decider: d, Model: model, APIKeys: keys, MaxBodyBytes: maxBody,
-		MaxQuestions: maxQuestions, MaxInFlight: maxInFlight, Timeout: timeout, Logger: logger})
+	h, err := systemone.NewHandler(systemone.Config{Decider: d, Model: model, Aliases: splitList(aliases), APIKeys: keys,
+		AllowedOrigins: splitList(origins), MaxBodyBytes: maxBody, MaxQuestions: maxQuestions, MaxInFlight: maxInFlight,
+		Timeout: timeout, Logger: logger})
+	if err != nil {
+		return cli.Usage(fmt.Errorf("%w (flags --max-questions, --max-in-flight, --allowed-origins)", err))
+	}
+	if !noWarmup {
+		t0 := time.Now()
+		if err := h.Warmup(ctx); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+		fmt.Fprintf(stderr, "jev serve: warmed up in %.1f s\n", time.Since(t0).Seconds())
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
-		WriteTimeout: timeout + time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
+		WriteTimeout: h.Config().Timeout + 30*time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
-	auth := "any key (no --api-key)"
+	auth := "any key (no --api-key): loopback callers only"
 	if len(keys) > 0 {
 		auth = fmt.Sprintf("%d API key(s)", len(keys))
 	}
-	fmt.Fprintf(stdout, "jev serve: %s (%s) on http://%s, %s\n", model.Name, d.Check().PromptVersion, ln.Addr(), auth)
+	scheme := "http"
+	if tlsCert != "" {
+		scheme = "https"
+	} else if !loopback(host) {
+		fmt.Fprintf(stderr, "jev serve: warning: --host %s without --tls-cert: API keys and answers cross the network in clear text; serve it behind a TLS proxy (docs/typed-questions.md)\n", host)
+	}
+	fmt.Fprintf(stdout, "jev serve: %s (%s) on %s://%s, %s\n", model.Name, d.Check().PromptVersion, scheme, ln.Addr(), auth)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if tlsCert != "" {
+			errc <- srv.ServeTLS(ln, tlsCert, tlsKey)
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
-	fmt.Fprintln(stderr, "jev serve: stopping: the requests in flight finish")
+	// Draining: refuse new requests, stop accepting connections, let the accepted ones end.
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	h.Drain()
+	inFlight := h.InFlight()
+	fmt.Fprintf(stderr, "jev serve: draining: %d prompt(s) in flight finish, each request by its deadline (a second signal stops at once)\n", inFlight)
 	sctx, cancel := context.WithTimeout(context.Background(), shutdown)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("stopping: %w", err)
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(sctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			_ = srv.Close()
+			return fmt.Errorf("draining: %w (--shutdown-timeout %s)", err, shutdown)
+		}
+	case <-again:
+		_ = srv.Close()
+		return fmt.Errorf("stopped at once by a second signal: %d prompt(s) of requests in flight dropped", h.InFlight())
 	}
 	fmt.Fprintln(stderr, "jev serve: stopped")
 	return nil
+}
+
+// splitList splits a comma-separated flag or variable, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, k := range strings.Split(s, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // servedModel is what GET /v1/models lists: the model file's name, its description and

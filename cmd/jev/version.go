@@ -10,6 +10,6 @@ import (
 
 // printVersion answers jev --version.
 func printVersion(w io.Writer) {
-	fmt.Fprintf(w, "jev (gojev) %s\nllama.cpp %s\ndefault model %s (make model; $JEV_MODEL overrides)\n",
+	fmt.Fprintf(w, "jev (gojev) %s\nllama.cpp %s\ndefault model %s (make model; $GOJEV_MODEL overrides)\n",
 		version.Jev(), version.LlamaCpp(), cache.DefaultModelFile)
 }

@@ -92,11 +92,11 @@ func SmallModel(tb testing.TB) string {
 }
 
 // DefaultModel returns the default model (the one `make model` fetches, which make demo and
-// make eval use), for the tests of decision quality: $JEV_MODEL, else cache.DefaultModelFile in the model cache,
-// or skips/fails through Missing when neither exists.
+// make eval use), for the tests of decision quality: $GOJEV_MODEL, else cache.DefaultModelFile
+// in the model cache, or skips/fails through Missing when neither exists.
 func DefaultModel(tb testing.TB) string {
 	tb.Helper()
-	return cachedModel(tb, "JEV_MODEL", cache.DefaultModelFile, "make model")
+	return cachedModel(tb, "GOJEV_MODEL", cache.DefaultModelFile, "make model")
 }
 
 // SmallModelPath returns the small model's path ($JEV_SMALL_MODEL, else cache.SmallModelFile in the

@@ -33,7 +33,12 @@ type ServeConfig struct {
 	// Clients send requests at once, each waiting for its answer before the next; Requests is
 	// how many in all (0: one per row), cycling through the rows.
 	Clients, Requests int
-	Log               io.Writer
+	// Burst, when not 0, sends that many requests at once instead (MeasureBurst), each retrying
+	// as told, to a handler whose Timeout is Timeout (0: the default) and which was warmed up
+	// as jev serve is.
+	Burst   int
+	Timeout time.Duration
+	Log     io.Writer
 }
 
 // ServeReport compares jev serve under load with jev decide on the same questions.
@@ -51,6 +56,9 @@ type ServeReport struct {
 	Failed                     int     // requests that did not get a 200
 	RSSMiB                     []float64
 	RSSGrowthPercent           float64 // last sample over the one after the first tenth
+	// Burst is the burst's report (ServeConfig.Burst); ServeQuestionsPerS and Ratio are then
+	// its questions a second.
+	Burst *BurstReport `json:",omitempty"`
 }
 
 // MeasureServe decides the first row untimed (the weights read in), runs the rows through
@@ -61,7 +69,7 @@ func MeasureServe(ctx context.Context, cfg ServeConfig) (*ServeReport, error) {
 	reqs := make([][]byte, len(cfg.Rows))
 	questions := make([]int, len(cfg.Rows))
 	for i, line := range cfg.Rows {
-		body, n, err := requestOf(line)
+		body, n, err := RequestOf(line)
 		if err != nil {
 			return nil, fmt.Errorf("row %d: %w", i+1, err)
 		}
@@ -90,8 +98,16 @@ func MeasureServe(ctx context.Context, cfg ServeConfig) (*ServeReport, error) {
 	rep.DecideS = time.Since(start).Seconds()
 	rep.DecideQuestionsPerS = float64(rep.Questions) / rep.DecideS
 
-	h := systemone.NewHandler(systemone.Config{Decider: cfg.Decider, Model: systemone.Model{Name: "bench"},
-		MaxInFlight: 1 << 20, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h, err := systemone.NewHandler(systemone.Config{Decider: cfg.Decider, Model: systemone.Model{Name: "bench"},
+		MaxInFlight: 1 << 20, Timeout: cfg.Timeout, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Burst > 0 {
+		if err := h.Warmup(ctx); err != nil {
+			return nil, err
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -99,6 +115,23 @@ func MeasureServe(ctx context.Context, cfg ServeConfig) (*ServeReport, error) {
 	srv := &http.Server{Handler: h}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
+	if cfg.Burst > 0 {
+		bodies, qs := make([][]byte, cfg.Burst), make([]int, cfg.Burst)
+		for i := range bodies {
+			bodies[i], qs[i] = reqs[i%len(reqs)], questions[i%len(reqs)]
+		}
+		fmt.Fprintf(cfg.Log, "bench: %d requests at once to the server (timeout %s) ...\n", cfg.Burst, h.Config().Timeout)
+		b, err := MeasureBurst(ctx, BurstConfig{URL: "http://" + ln.Addr().String(), Bodies: bodies, Questions: qs, Log: cfg.Log})
+		if err != nil {
+			return nil, err
+		}
+		rep.Burst, rep.Requests, rep.Clients = b, b.Requests, b.Requests
+		rep.ServeS, rep.ServeQuestionsPerS, rep.Failed = b.AllMS/1000, b.QuestionsPerS, b.Failed
+		if rep.DecideQuestionsPerS > 0 {
+			rep.Ratio = rep.ServeQuestionsPerS / rep.DecideQuestionsPerS
+		}
+		return rep, nil
+	}
 	url := "http://" + ln.Addr().String() + "/v1/systemone"
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: rep.Clients}}
 
@@ -155,6 +188,11 @@ func MeasureServe(ctx context.Context, cfg ServeConfig) (*ServeReport, error) {
 // WriteText prints the comparison.
 func (r *ServeReport) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "jev decide: %d typed rows, %d questions in %.1f s: %.2f questions/s\n", r.Rows, r.Questions, r.DecideS, r.DecideQuestionsPerS)
+	if r.Burst != nil {
+		r.Burst.WriteText(w)
+		fmt.Fprintf(w, "jev serve:  %.2f questions/s under the burst (%.2fx jev decide)\n", r.ServeQuestionsPerS, r.Ratio)
+		return
+	}
 	fmt.Fprintf(w, "jev serve:  %d requests from %d clients in %.1f s: %.2f questions/s (%.2fx jev decide), latency p50 %.0f ms, p95 %.0f ms, p99 %.0f ms, %d failed\n",
 		r.Requests, r.Clients, r.ServeS, r.ServeQuestionsPerS, r.Ratio, r.P50MS, r.P95MS, r.P99MS, r.Failed)
 	if len(r.RSSMiB) > 0 {
@@ -166,8 +204,9 @@ func (r *ServeReport) WriteText(w io.Writer) {
 	}
 }
 
-// requestOf turns a typed row into a request body and counts its questions.
-func requestOf(line []byte) ([]byte, int, error) {
+// RequestOf turns a typed row ({"id", "state", "questions"}) into a System One request body
+// for jev-latest and counts its questions.
+func RequestOf(line []byte) ([]byte, int, error) {
 	v, err := pyjson.Decode(line)
 	if err != nil {
 		return nil, 0, err
