@@ -61,6 +61,21 @@ func (d *Decider) beginAsync(ctx context.Context, row Row) (*Call, error) {
 		d.preparingAdd(-1)
 		return nil, err
 	}
+	c, seq := &Call{d: d}, d.next.Add(1)
+	var err error
+	c.ready, err = d.goPrepare(ctx, func() { c.r, c.err = d.beginSeq(ctx, seq, row, d.opts.Debias, d.opts.Permute) })
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// goPrepare runs prepare on a preparing goroutine once one of d.preparers' slots is free, and
+// returns a channel closed when it has run. The caller counted the work in d.preparing
+// (preparingAdd(1)), and numbered its requests (d.next) in the order of its calls; goPrepare
+// uncounts it when prepare returns, or at once when ctx is done or the Decider closes first
+// (its error, wrapped).
+func (d *Decider) goPrepare(ctx context.Context, prepare func()) (chan struct{}, error) {
 	select {
 	case d.preparers <- struct{}{}:
 	case <-ctx.Done():
@@ -70,15 +85,14 @@ func (d *Decider) beginAsync(ctx context.Context, row Row) (*Call, error) {
 		d.preparingAdd(-1)
 		return nil, fmt.Errorf("gojev: %w", ErrClosed)
 	}
-	c := &Call{d: d, ready: make(chan struct{})}
-	seq := d.next.Add(1)
+	ready := make(chan struct{})
 	go func() {
-		defer close(c.ready)
+		defer close(ready)
 		defer d.preparingAdd(-1)
-		c.r, c.err = d.beginSeq(ctx, seq, row, d.opts.Debias, d.opts.Permute)
+		prepare()
 		<-d.preparers
 	}()
-	return c, nil
+	return ready, nil
 }
 
 // Wait waits for a begun decision and returns its Result, with Decide's errors; a cancelled

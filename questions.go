@@ -227,22 +227,10 @@ func (d *Decider) BeginAsk(ctx context.Context, state any, questions map[string]
 		return c, nil
 	}
 	d.preparingAdd(1)
-	select {
-	case d.preparers <- struct{}{}:
-	case <-ctx.Done():
-		d.preparingAdd(-1)
-		return nil, fmt.Errorf("gojev: %w", ctx.Err())
-	case <-d.quit:
-		d.preparingAdd(-1)
-		return nil, fmt.Errorf("gojev: %w", ErrClosed)
+	var err error
+	if c.ready, err = d.goPrepare(ctx, func() { c.err = c.prepare(ctx, state, rows, nouls, seqs) }); err != nil {
+		return nil, err
 	}
-	c.ready = make(chan struct{})
-	go func() {
-		defer close(c.ready)
-		defer d.preparingAdd(-1)
-		c.err = c.prepare(ctx, state, rows, nouls, seqs)
-		<-d.preparers
-	}()
 	return c, nil
 }
 

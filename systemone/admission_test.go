@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -21,21 +20,12 @@ import (
 	"github.com/gojev/gojev/systemone"
 )
 
-// slowServer serves the API over a scripted runtime whose every decode takes delay, warmed
-// up (the decode rate measured) as jev serve is.
+// slowServer serves the API over a scripted runtime (whose every decode may take a Delay),
+// warmed up (the decode rate measured) as jev serve is.
 func slowServer(t *testing.T, cfg systemone.Config, rt *backendtest.Scripted, opts gojev.Options) (*httptest.Server, *systemone.Handler, *gojev.Decider) {
 	t.Helper()
-	d, err := gojev.New(context.Background(), rt, opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = d.Close() })
-	cfg.Decider = d
-	cfg.Model = systemone.Model{Name: "scripted.gguf"}
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	h, err := systemone.NewHandler(cfg)
-	require.NoError(t, err)
+	srv, h, d := serverOn(t, cfg, rt, opts)
 	require.NoError(t, h.Warmup(context.Background()))
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
 	return srv, h, d
 }
 

@@ -26,17 +26,26 @@ import (
 // descriptions in scores: no model, exact numbers.
 func scriptedServer(t *testing.T, cfg systemone.Config, scores map[string]float64) *httptest.Server {
 	t.Helper()
-	d, err := gojev.New(context.Background(), &backendtest.Scripted{Scores: scores}, gojev.Options{})
+	srv, _, _ := serverOn(t, cfg, &backendtest.Scripted{Scores: scores}, gojev.Options{})
+	return srv
+}
+
+// serverOn serves the API over a Decider on rt, the model named scripted.gguf, logging nowhere.
+func serverOn(t *testing.T, cfg systemone.Config, rt *backendtest.Scripted, opts gojev.Options) (*httptest.Server, *systemone.Handler, *gojev.Decider) {
+	t.Helper()
+	d, err := gojev.New(context.Background(), rt, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close() })
 	cfg.Decider = d
-	cfg.Model = systemone.Model{Name: "scripted.gguf", Description: "a scripted runtime", ReleaseDate: "2026-12-06"}
+	if cfg.Model.Name == "" {
+		cfg.Model = systemone.Model{Name: "scripted.gguf", Description: "a scripted runtime", ReleaseDate: "2026-12-06"}
+	}
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	h, err := systemone.NewHandler(cfg)
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return srv
+	return srv, h, d
 }
 
 // post sends body to /v1/systemone as JSON with headers ("Authorization", "Content-Encoding")

@@ -4,9 +4,18 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -278,4 +287,63 @@ func TestServeAloneAnswersEveryClient(t *testing.T) {
 	for _, m := range models {
 		assert.Contains(t, []string{"200", "401", "404", "413", "422"}, m[1], "only the statuses sdk_check.py asks for")
 	}
+}
+
+// --tls-cert and --tls-key serve HTTPS: a client that trusts the certificate is answered, and
+// the server stops when its context ends (a signal, in main), exiting 0.
+func TestServeTLS(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	kb, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stdoutR, stdoutW := io.Pipe()
+	var stderr lockedBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- run(ctx, []string{"serve", "-m", testenv.SmallModel(t), "-t", "2", "--port", "0", "--no-warmup", "--api-key", "k",
+			"--tls-cert", certFile, "--tls-key", keyFile}, strings.NewReader(""), stdoutW, &stderr)
+		stdoutW.Close()
+	}()
+	line, err := bufio.NewReader(stdoutR).ReadString('\n')
+	require.NoError(t, err, stderr.String())
+	go func() { _, _ = io.Copy(io.Discard, stdoutR) }()
+	m := regexp.MustCompile(`on (https://127\.0\.0\.1:\d+), 1 API key`).FindStringSubmatch(line)
+	require.NotNil(t, m, line)
+
+	pool := x509.NewCertPool()
+	pool.AddCert(must(x509.ParseCertificate(der)))
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	c := &systemone.Client{BaseURL: m[1], APIKey: "k", HTTP: hc}
+	resp, err := c.Ask(ctx, &systemone.Request{Model: "jev-latest", State: "I was charged twice.",
+		Questions: []systemone.Named{{Name: "billing", Question: gojev.Noul{Instructions: "Is this about billing?"}}}})
+	require.NoError(t, err)
+	assert.Len(t, resp.Answers, 1)
+	_, err = http.Get(m[1] + "/healthz") // not trusting the certificate
+	assert.Error(t, err)
+	cancel()
+	select {
+	case c := <-code:
+		assert.Equal(t, 0, c, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("jev serve did not stop")
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
