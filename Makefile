@@ -25,6 +25,11 @@
 #   make typed      the typed questions' figures (docs/typed-questions.md): choice and noul on 200
 #                   held-out Banking77 rows, score on AFINN word sentiment in both rubric orders,
 #                   into OUT (out/typed), resumable; about 40 minutes on 2 cores
+#   make burst      jev serve measured as clients see it (docs/typed-questions.md): 48 requests of 8
+#                   questions at once with --timeout 20s, then SIGTERM with 24 in flight, on
+#                   BURST_MODEL (default, or small) with BURST_ROWS (48 Banking77 messages, 8 yes/no
+#                   questions each), into BURST_OUT (out/burst/<model>); about 20 minutes on 2 cores
+#                   with the default model (make test runs the same checks on the small model)
 #   make fuzz       every Go fuzz target for FUZZTIME each (default 2m; .ci/run: 15s)
 #   make transfer   whether a calibration profile and a PriDe prior fitted on Banking77 transfer
 #                   to other tasks (16 options, SNIPS, Social IQa from PyPI bigbench, which PyPI
@@ -61,7 +66,7 @@ ROWS ?= examples/tickets.jsonl
 THREADS ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu)
 JEV := bin/jev
 
-.PHONY: all native server model model-small sdk plugin build demo eval parity bench test soak fuzz transfer calibration knockout typed vet clean help
+.PHONY: all native server model model-small sdk plugin build demo eval parity bench burst test soak fuzz transfer calibration knockout typed vet clean help
 
 all: build
 
@@ -106,6 +111,14 @@ BENCH_ROWS ?= $(if $(wildcard ../shared/data/banking77/sample-200-8opt.jsonl),..
 bench: build server model
 	@mkdir -p out
 	$(JEV) bench -m "$$(./scripts/fetch-model.sh)" -t $(THREADS) -i $(BENCH_ROWS) -o out/bench.json $(BENCH_FLAGS)
+
+BURST_MODEL ?= default
+BURST_OUT ?= out/burst/$(BURST_MODEL)
+BURST_ROWS ?= $(BURST_OUT)/intents48.jsonl
+burst: build model model-small
+	@mkdir -p $(BURST_OUT)
+	@[ -f $(BURST_ROWS) ] || python3 scripts/typed-rows.py intents ../shared/data/banking77/test-8opt.jsonl --skip 400 --rows 48 > $(BURST_ROWS)
+	THREADS=$(THREADS) SIGTERM_TIMEOUT=$(if $(filter default,$(BURST_MODEL)),5m,2m) ./scripts/serve-burst.sh "$$(./scripts/fetch-model.sh $(filter small,$(BURST_MODEL)))" $(BURST_ROWS) $(BURST_OUT) 20s
 
 test: native server model model-small sdk
 	@python3 -c 'import jinja2' 2>/dev/null || python3 -m pip install --quiet 'jinja2==3.1.6'

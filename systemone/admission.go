@@ -24,12 +24,11 @@ import (
 // its estimate is replaced by the exact count then (AskCall.Tokens).
 //
 // Time is perPrompt seconds a prompt (its read-out: a softmax over the vocabulary) plus
-// perToken seconds a decoded token, times level. The warm-up measures perPrompt and perToken
-// from prompts of two lengths; level then follows the Decider's busy time (decoding and
-// preparing, gojev.Stats) over the prompts and tokens it decoded since the last sample, a
-// moving average, so that a machine that gets busier, or prompts that share more of their
-// prefix with the one before, move the estimate. Without a warm-up, the first sample sets
-// perToken alone.
+// perToken seconds a token, times level. The warm-up measures perPrompt and perToken from
+// prompts of two lengths; level then follows the Decider's busy time (decoding and preparing,
+// gojev.Stats) over the work the requests answered meanwhile were estimated at, a moving
+// average, so that a machine that gets busier, or prompts that share more of their prefix with
+// the one before, move the estimate. Without a warm-up, the first sample sets perToken alone.
 //
 // The expected wait of a new request is the time of the work admitted before it, which one
 // scheduler decodes in turn, oldest request first. A request is admitted when nothing is
@@ -52,6 +51,9 @@ type admission struct {
 	head, rest map[string]float64
 	scale      float64
 	last       gojev.Stats // the Decider's totals at the last sample
+	// donePrompts and doneTokens are the work of the requests answered since the last sample.
+	donePrompts int
+	doneTokens  float64
 	// slot is when the next refused request is told to come back (zero: now).
 	slot time.Time
 }
@@ -93,11 +95,9 @@ const (
 	bytesPerToken = 4
 	// defaultHead and defaultRest are a template's tokens before the warm-up measures them.
 	defaultHead, defaultRest = 80, 20
-	// minSampleTokens and minSampleBusy: a sample is taken once this many prompt tokens were
-	// scored, or this much busy time passed, since the last, so that one short prompt does not
-	// swing the estimate.
-	minSampleTokens = 256
-	minSampleBusy   = 250 * time.Millisecond
+	// minSampleBusy: a sample is taken once this much busy time passed since the last, so that
+	// one short request does not swing the estimate.
+	minSampleBusy = time.Second
 	// sampleWeight is a new sample's weight in the moving averages.
 	sampleWeight = 0.3
 	// minRetry is the shortest Retry-After given.
@@ -112,7 +112,7 @@ func newAdmission(maxPrompts int, start gojev.Stats) *admission {
 func (a *admission) restart(st gojev.Stats) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.last = st
+	a.last, a.donePrompts, a.doneTokens = st, 0, 0
 }
 
 // seconds is the time the work of prompts prompts and tokens tokens takes (a.mu held); 0 when
@@ -208,8 +208,9 @@ func (a *admission) prepared(t *ticket, tokens int) {
 	}
 }
 
-// release gives an admitted request's work back (answered, failed or abandoned).
-func (a *admission) release(t *ticket) {
+// release gives an admitted request's work back (answered, failed or abandoned); the work of
+// an answered one counts toward the next sample (observe).
+func (a *admission) release(t *ticket, answered bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.requests--
@@ -218,27 +219,30 @@ func (a *admission) release(t *ticket) {
 	if a.requests == 0 {
 		a.prompts, a.tokens = 0, 0 // no rounding left behind
 	}
+	if answered {
+		a.donePrompts += t.prompts
+		a.doneTokens += t.tokens
+	}
 }
 
-// observe takes a sample from the Decider's totals when enough work was done since the last
-// one (any work, with force): the level of the time model, or, before any warm-up, its time
-// per token.
-func (a *admission) observe(st gojev.Stats, force bool) {
+// observe takes a sample once enough busy time passed since the last one:
+// the Decider's busy time (gojev.Stats) over the work the requests answered meanwhile were
+// estimated at sets the time model's level, which so corrects the model's own error, not only
+// a machine's speed (prefixes cached from one request to the next, the split between a
+// prompt's and its tokens' cost). Before any warm-up, the first sample sets perToken alone.
+func (a *admission) observe(st gojev.Stats) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	prompts, tokens := st.Prompts-a.last.Prompts, st.DecodedTokens-a.last.DecodedTokens
 	busy := time.Duration(st.DecodeNS + st.PrepareNS - a.last.DecodeNS - a.last.PrepareNS).Seconds()
-	if tokens <= 0 || busy <= 0 || (!force && tokens < minSampleTokens && busy < minSampleBusy.Seconds()) {
+	if busy < minSampleBusy.Seconds() || a.doneTokens <= 0 {
 		return
 	}
-	a.last = st
 	if a.level == 0 {
-		a.perPrompt, a.perToken, a.level = 0, busy/float64(tokens), 1
-		return
-	}
-	if model := a.perPrompt*float64(prompts) + a.perToken*float64(tokens); model > 0 {
+		a.perPrompt, a.perToken, a.level = 0, busy/a.doneTokens, 1
+	} else if model := a.perPrompt*float64(a.donePrompts) + a.perToken*a.doneTokens; model > 0 {
 		a.level += sampleWeight * (busy/model - a.level)
 	}
+	a.last, a.donePrompts, a.doneTokens = st, 0, 0
 }
 
 // warmPoint is one warm-up request of one question: its kind, its state's and question's

@@ -430,9 +430,10 @@ func (h *Handler) systemOne(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, info, http.StatusTooManyRequests, retry, msg)
 		return
 	}
+	var answered bool
 	defer func() {
-		h.adm.release(t)
-		h.adm.observe(h.cfg.Decider.Stats(), false)
+		h.adm.release(t, answered)
+		h.adm.observe(h.cfg.Decider.Stats())
 	}()
 	ctx, cancel := context.WithTimeout(r.Context(), deadline)
 	defer cancel()
@@ -444,7 +445,7 @@ func (h *Handler) systemOne(w http.ResponseWriter, r *http.Request) {
 		answers, err = call.Wait(ctx)
 		err = validation(err, qs)
 	}
-	info.err = err
+	info.err, answered = err, err == nil
 	switch {
 	case err == nil:
 		resp := ResponseOf(h.local.Model, req.Questions, answers)
