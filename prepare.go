@@ -26,52 +26,59 @@ func (d *Decider) Render(ctx context.Context, row Row) ([]Prompt, error) {
 // render is Render for a row already validated (a decision's row, its permutations and
 // knockout passes: begin validates the row once).
 func (d *Decider) render(ctx context.Context, row Row) ([]Prompt, error) {
+	sets, binary, err := d.rowMessages(row)
+	if err != nil {
+		return nil, err
+	}
+	tok := backend.Tokenizer(ctx, d.rt)
+	var out []Prompt
+	for i, msgs := range sets {
+		if !binary {
+			p, err := d.prompt(ctx, msgs, func(text string) ([]int32, error) { return contract.VerifyBoundary(tok, text, d.slots) })
+			if err != nil {
+				return nil, err
+			}
+			p.ids = d.slots[:len(row.Options)]
+			out = append(out, p)
+			continue
+		}
+		p, err := d.prompt(ctx, msgs, func(text string) ([]int32, error) { return contract.VerifyBinaryBoundary(tok, text, d.bslots) })
+		if err != nil {
+			return nil, fmt.Errorf("candidate %q: %w", row.Options[i].ID, err)
+		}
+		p.ids = contract.BinaryIDs(d.bslots)
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// rowMessages are the chat messages of a row's prompts under the Decider's contract: one set
+// under a direct contract; under the binary contract (and for a row of more than 16 options
+// under ManyBinary) one per option, in option order (binary true).
+func (d *Decider) rowMessages(row Row) (sets [][]contract.ChatMessage, binary bool, err error) {
 	c := d.opts.Contract
 	if d.binaryRow(len(row.Options)) {
 		c = Binary
 	}
-	tok := backend.Tokenizer(ctx, d.rt)
-	var out []Prompt
-	switch c {
-	case Direct, Guarded, Spotlight:
-		evidence, err := contract.EvidenceJSON(row.State)
-		if err != nil {
-			return nil, err
-		}
-		messages := contract.DirectMessagesReusing
-		switch c {
-		case Guarded:
-			messages = contract.GuardedMessages
-		case Spotlight:
-			messages = contract.SpotlightMessages
-		}
-		msgs, err := messages(evidence, row.Question, row.Options)
-		if err != nil {
-			return nil, err
-		}
-		p, err := d.prompt(ctx, msgs, func(text string) ([]int32, error) { return contract.VerifyBoundary(tok, text, d.slots) })
-		if err != nil {
-			return nil, err
-		}
-		p.ids = d.slots[:len(row.Options)]
-		out = append(out, p)
-	case Binary:
-		evidence, err := contract.EvidenceJSON(row.State)
-		if err != nil {
-			return nil, err
-		}
-		ids := contract.BinaryIDs(d.bslots)
-		for _, o := range row.Options {
-			msgs := contract.BinaryMessages(evidence, row.Question, o)
-			p, err := d.prompt(ctx, msgs, func(text string) ([]int32, error) { return contract.VerifyBinaryBoundary(tok, text, d.bslots) })
-			if err != nil {
-				return nil, fmt.Errorf("candidate %q: %w", o.ID, err)
-			}
-			p.ids = ids
-			out = append(out, p)
-		}
+	evidence, err := contract.EvidenceJSON(row.State)
+	if err != nil {
+		return nil, false, err
 	}
-	return out, nil
+	if c == Binary {
+		for _, o := range row.Options {
+			sets = append(sets, contract.BinaryMessages(evidence, row.Question, o))
+		}
+		return sets, true, nil
+	}
+	messages := contract.DirectMessagesReusing
+	switch c {
+	case Guarded:
+		messages = contract.GuardedMessages
+	case Spotlight:
+		messages = contract.SpotlightMessages
+	}
+	msgs, err := messages(evidence, row.Question, row.Options)
+	return [][]contract.ChatMessage{msgs}, false, err
 }
 
 func (d *Decider) prompt(ctx context.Context, msgs []contract.ChatMessage, verify func(string) ([]int32, error)) (Prompt, error) {

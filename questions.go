@@ -362,6 +362,74 @@ func (d *Decider) Prompts(q Question) int {
 	return 0
 }
 
+// UserMessages are the user messages of q's prompts about state, as the Decider's contract
+// writes them before the chat template renders them (nothing rendered, nothing tokenized): a
+// Noul's one; a Choice's or Score's row's, one under a direct contract or one per criterion
+// under the binary contract, for a knockout each group pass's; the injection detector's. A
+// request's further prompts (permutations of the same options, a knockout's final pass) are
+// not among them: Prompts counts them. For estimating a request's cost before it is prepared
+// (systemone's admission). Errors are the question's (ErrQuestion, contract.ErrRow, ...).
+func (d *Decider) UserMessages(state any, q Question) ([]string, error) {
+	if p, ok := q.(*Noul); ok {
+		if p == nil {
+			return nil, fmt.Errorf("%w: no question", ErrQuestion)
+		}
+		q = *p
+	}
+	var sets [][]contract.ChatMessage
+	switch q := q.(type) {
+	case Noul:
+		texts, err := noulTexts(q)
+		if err != nil {
+			return nil, err
+		}
+		evidence, err := contract.EvidenceJSON(state)
+		if err != nil {
+			return nil, err
+		}
+		sets = append(sets, contract.NoulMessages(evidence, texts[0], texts[1], texts[2]))
+	default:
+		row, err := questionRow("q", state, q)
+		if err != nil {
+			return nil, err
+		}
+		rows := []contract.Row{row}
+		if len(row.Options) > contract.MaxOptions && d.opts.Contract.lettered() && !d.opts.manyBinary() {
+			plan, err := d.plan(row)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", contract.ErrRow, err)
+			}
+			rows = rows[:0]
+			for _, idx := range plan.Groups {
+				rows = append(rows, subRow(row, idx))
+			}
+		}
+		for _, r := range rows {
+			s, _, err := d.rowMessages(r)
+			if err != nil {
+				return nil, err
+			}
+			sets = append(sets, s...)
+		}
+		if d.opts.Detect {
+			evidence, err := contract.EvidenceJSON(state)
+			if err != nil {
+				return nil, err
+			}
+			sets = append(sets, contract.DetectMessages(evidence))
+		}
+	}
+	var out []string
+	for _, msgs := range sets {
+		for _, m := range msgs {
+			if m.Role == "user" {
+				out = append(out, m.Content)
+			}
+		}
+	}
+	return out, nil
+}
+
 // rowPrompts is Prompts for a row of k options.
 func (d *Decider) rowPrompts(k int, detect bool) int {
 	n := 0

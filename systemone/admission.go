@@ -13,15 +13,16 @@ import (
 // otherwise, with the time after which it can (Retry-After).
 //
 // Work is prompts and the tokens decoding them takes: the distinct tokens of a request's
-// prompts, a prefix they share (the system text and the state, under one kind of prompt)
+// prompts, a prefix they share (the system text, the state, the start of similar questions)
 // counted once, as the scheduler decodes them one after another in the order of their tokens.
 // A request's prompts are counted from its questions (gojev.Decider.Prompts), and its tokens
-// estimated before they are rendered from the bytes of its state and questions: under each
-// kind of prompt (a row's, a noul's), the head of its template (system text and chat template
-// up to the state) once, the state once, and per prompt the rest of its template and its
-// question, bytes turned into tokens at scale tokens per bytesPerToken bytes. Handler.Warmup
-// measures the heads, the rests and the scale; every request prepared refines the scale, and
-// its estimate is replaced by the exact count then (AskCall.Tokens).
+// estimated before they are rendered from the bytes of its prompts' user messages
+// (gojev.Decider.UserMessages, a prefix they share counted once): under each kind of prompt (a
+// row's, a noul's), the template's head (the system text and the chat template before the user
+// message) once, its tail per prompt, and the user messages' bytes at scale tokens per
+// bytesPerToken bytes. Handler.Warmup measures each kind's template and scale from prompts of
+// two lengths; every request prepared refines a common adjustment of the scales, and its
+// estimate is replaced by the exact count then (AskCall.Tokens).
 //
 // Time is perPrompt seconds a prompt (its read-out: a softmax over the vocabulary) plus
 // perToken seconds a token, times level. The warm-up measures perPrompt and perToken from
@@ -45,12 +46,11 @@ type admission struct {
 	// The time model: seconds = level × (perPrompt × prompts + perToken × tokens); all zero
 	// until measured (only the prompt limit applies then).
 	perPrompt, perToken, level float64
-	// head and rest are a prompt's template tokens, by kind (kindRow, kindNoul): before its
-	// state, and after it (its question's tokens aside); scale the tokens per bytesPerToken
-	// bytes of state and question.
-	head, rest map[string]float64
-	scale      float64
-	last       gojev.Stats // the Decider's totals at the last sample
+	// kinds are each kind of prompt's template and scale (kindRow, kindNoul); adjust corrects
+	// every scale by what the requests prepared measured.
+	kinds  map[string]kindModel
+	adjust float64
+	last   gojev.Stats // the Decider's totals at the last sample
 	// donePrompts and doneTokens are the work of the requests answered since the last sample.
 	donePrompts int
 	doneTokens  float64
@@ -65,12 +65,19 @@ const (
 	kindNoul = "noul"
 )
 
-// part is the work of a request's questions of one kind: their prompts, its state's bytes (in
-// every one of them), and their questions' bytes, summed over the prompts.
+// kindModel is a kind of prompt's tokens: head (before the user message: the system text and
+// chat markup, decoded once for a request's prompts of the kind), tail (the rest outside the
+// user message, each prompt) and scale (tokens per bytesPerToken bytes of user message).
+type kindModel struct {
+	head, tail, scale float64
+}
+
+// part is the work of a request's questions of one kind: their prompts, and their user
+// messages' bytes, a prefix they share counted once.
 type part struct {
-	kind            string
-	prompts         int
-	state, question float64
+	kind    string
+	prompts int
+	bytes   float64
 }
 
 // ticket is one admitted request's share of the admitted work.
@@ -91,10 +98,8 @@ const (
 	// take: the rest absorbs the estimate's error, so that an admitted request does not wait
 	// out its deadline only to fail.
 	admitHeadroom = 0.8
-	// bytesPerToken turns the bytes of a state and question into tokens, before scale.
+	// bytesPerToken turns the bytes of a user message into tokens, before scale.
 	bytesPerToken = 4
-	// defaultHead and defaultRest are a template's tokens before the warm-up measures them.
-	defaultHead, defaultRest = 80, 20
 	// minSampleBusy: a sample is taken once this much busy time passed since the last, so that
 	// one short request does not swing the estimate.
 	minSampleBusy = time.Second
@@ -105,7 +110,7 @@ const (
 )
 
 func newAdmission(maxPrompts int, start gojev.Stats) *admission {
-	return &admission{maxPrompts: maxPrompts, head: map[string]float64{}, rest: map[string]float64{}, scale: 1, last: start}
+	return &admission{maxPrompts: maxPrompts, kinds: map[string]kindModel{}, adjust: 1, last: start}
 }
 
 // restart starts the next sample from st (the end of the warm-up).
@@ -121,37 +126,37 @@ func (a *admission) seconds(prompts int, tokens float64) float64 {
 	return a.level * (a.perPrompt*float64(prompts) + a.perToken*tokens)
 }
 
-// templateOf is a kind's template tokens, head and rest (a.mu held): measured, else a row's,
-// else the defaults.
-func (a *admission) templateOf(kind string) (head, rest float64) {
+// defaultKind is a kind's model before the warm-up measures one: a chat template's markup and
+// a short system text.
+var defaultKind = kindModel{head: 80, tail: 10, scale: 1}
+
+// kindOf is a kind's model (a.mu held): measured, else a row's, else the default.
+func (a *admission) kindOf(kind string) kindModel {
 	for _, k := range []string{kind, kindRow} {
-		if h, ok := a.head[k]; ok {
-			return h, a.rest[k]
+		if m, ok := a.kinds[k]; ok {
+			return m
 		}
 	}
-	return defaultHead, defaultRest
+	return defaultKind
 }
 
-// templateTokens is parts' template tokens: each kind's head once, its rest per prompt (a.mu
-// held).
-func (a *admission) templateTokens(parts []part) float64 {
-	t := 0.0
+// templateTokens is parts' template tokens: each kind's head once, its tail per prompt (a.mu
+// held); scaled their user messages' tokens before the adjustment.
+func (a *admission) templateTokens(parts []part) (template, scaled float64) {
 	for _, p := range parts {
-		head, rest := a.templateOf(p.kind)
-		t += head + float64(p.prompts)*rest
+		m := a.kindOf(p.kind)
+		template += m.head + float64(p.prompts)*m.tail
+		scaled += m.scale * p.bytes / bytesPerToken
 	}
-	return t
+	return template, scaled
 }
 
 // estimate is the distinct tokens parts' prompts will have, before they are rendered.
 func (a *admission) estimate(parts []part) float64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	t := a.templateTokens(parts)
-	for _, p := range parts {
-		t += a.scale * (p.state + p.question) / bytesPerToken
-	}
-	return t
+	template, scaled := a.templateTokens(parts)
+	return template + a.adjust*scaled
 }
 
 // admit admits a request of prompts prompts (parts) and tokens tokens (estimate) that must be
@@ -178,19 +183,21 @@ func (a *admission) admit(prompts int, parts []part, tokens float64, deadline ti
 
 // retry is when a refused request should come back (a.mu held): once wait has passed (the work
 // ahead drained enough), and not before the requests refused before it had their turn; own
-// is its work, the slot it takes.
+// is its work, of which its slot takes admitHeadroom, so that an estimate up to 1/admitHeadroom
+// too long still brings requests back before the work ahead has drained (one back too early is
+// refused again, with a later slot), and the decoder is not left idle.
 func (a *admission) retry(wait, own float64) time.Duration {
 	now := time.Now()
 	at := now.Add(max(time.Duration(wait*float64(time.Second)), minRetry))
 	if a.slot.After(at) {
 		at = a.slot
 	}
-	a.slot = at.Add(time.Duration(own * float64(time.Second)))
+	a.slot = at.Add(time.Duration(admitHeadroom * own * float64(time.Second)))
 	return at.Sub(now)
 }
 
 // prepared replaces an admitted request's estimate with its prompts' distinct tokens, and
-// learns the scale of its bytes from the difference.
+// adjusts the scales by what its user messages really made.
 func (a *admission) prepared(t *ticket, tokens int) {
 	if tokens <= 0 || t.prompts == 0 {
 		return
@@ -199,12 +206,8 @@ func (a *admission) prepared(t *ticket, tokens int) {
 	defer a.mu.Unlock()
 	a.tokens += float64(tokens) - t.tokens
 	t.tokens = float64(tokens)
-	rest, bytes := float64(tokens)-a.templateTokens(t.parts), 0.0
-	for _, p := range t.parts {
-		bytes += p.state + p.question
-	}
-	if bytes >= 4*bytesPerToken && rest > 0 {
-		a.scale += sampleWeight * (min(max(rest/(bytes/bytesPerToken), 0.25), 8) - a.scale)
+	if template, scaled := a.templateTokens(t.parts); scaled >= 4 && float64(tokens) > template {
+		a.adjust += sampleWeight * (min(max((float64(tokens)-template)/scaled, 0.25), 4) - a.adjust)
 	}
 }
 
@@ -245,19 +248,19 @@ func (a *admission) observe(st gojev.Stats) {
 	a.last, a.donePrompts, a.doneTokens = st, 0, 0
 }
 
-// warmPoint is one warm-up request of one question: its kind, its state's and question's
-// bytes, its prompt's tokens, the tokens decoded and the busy seconds it took.
+// warmPoint is one warm-up request of one question: its kind, its user message's bytes, its
+// prompt's tokens, the tokens decoded and the busy seconds it took.
 type warmPoint struct {
 	kind            string
-	state, question float64
+	bytes           float64
 	prompt, decoded float64
 	busy            float64
 }
 
-// learn sets each kind's template tokens and the scale of bytes from warm-up requests, two of
-// each kind, a short state then a long one right after it (whose decode reuses the head it
-// shares with the short one), and the time model from their times: perToken the least-squares
-// slope of seconds against decoded tokens, perPrompt the rest.
+// learn sets each kind's model from warm-up requests, two of each kind, a short user message
+// then a long one right after it (whose decode reuses the head it shares with the short one),
+// and the time model from their times: perToken the least-squares slope of seconds against
+// decoded tokens, perPrompt the rest.
 func (a *admission) learn(points []warmPoint) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -267,16 +270,15 @@ func (a *admission) learn(points []warmPoint) {
 	}
 	for _, kind := range []string{kindRow, kindNoul} {
 		ps := byKind[kind]
-		if len(ps) < 2 || ps[0].state == ps[1].state {
+		if len(ps) < 2 || ps[0].bytes == ps[1].bytes {
 			continue
 		}
 		s, l := ps[0], ps[1]
-		scale := min(max((l.prompt-s.prompt)/((l.state-s.state)/bytesPerToken), 0.25), 8)
-		if kind == kindRow || len(a.head) == 0 {
-			a.scale = scale
-		}
-		head := max(l.prompt-l.decoded, 0)
-		a.head[kind], a.rest[kind] = head, max(s.prompt-head-scale*(s.state+s.question)/bytesPerToken, 0)
+		m := kindModel{scale: min(max((l.prompt-s.prompt)/((l.bytes-s.bytes)/bytesPerToken), 0.25), 8)}
+		template := s.prompt - m.scale*s.bytes/bytesPerToken // head and tail
+		m.head = min(max(l.prompt-l.decoded, 0), max(template, 0))
+		m.tail = max(template-m.head, 0)
+		a.kinds[kind] = m
 	}
 	var n, sx, sy, sxx, sxy float64
 	for _, p := range points {

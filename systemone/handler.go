@@ -254,7 +254,9 @@ func (h *Handler) Warmup(ctx context.Context) error {
 			Criteria: []gojev.Criterion{{Name: "billing", Description: "Charges and refunds."}, {Name: "shipping", Description: "Parcels and deliveries."}}}},
 		{Name: "billing", Question: gojev.Noul{Instructions: "Is this message about a charge?"}},
 	}
-	short := map[string]any{"message": "I was charged twice."}
+	// The two states differ from their first byte, so that the long one's decode after the
+	// short one reuses the template's head alone.
+	short := map[string]any{"message": "Refund me."}
 	long := map[string]any{"message": strings.Repeat("I was charged twice for one order, and the refund I was promised never arrived. ", 4)}
 	ask := func(q Named, state any) (warmPoint, error) {
 		req := &Request{Model: DefaultModel, State: state, Questions: []Named{q}}
@@ -264,7 +266,7 @@ func (h *Handler) Warmup(ctx context.Context) error {
 		}
 		after := h.cfg.Decider.Stats()
 		p := h.work(req)[0]
-		return warmPoint{kind: p.kind, state: p.state, question: p.question,
+		return warmPoint{kind: p.kind, bytes: p.bytes,
 			prompt: float64(after.PromptTokens - before.PromptTokens), decoded: float64(after.DecodedTokens - before.DecodedTokens),
 			busy: time.Duration(after.DecodeNS + after.PrepareNS - before.DecodeNS - before.PrepareNS).Seconds()}, nil
 	}
@@ -472,27 +474,60 @@ func (h *Handler) systemOne(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// work is the prompts a request's questions need (gojev.Decider.Prompts) and the bytes of its
-// state and questions, by kind of prompt (admission.estimate's parts).
+// work is the prompts a request's questions need (gojev.Decider.Prompts) and the bytes of
+// their user messages (gojev.Decider.UserMessages), by kind of prompt: what the messages of one
+// kind share from their start (the state, the start of similar questions) once, as their
+// tokens are decoded; a question's prompts beyond its messages (permutations, a knockout's
+// final pass) at its messages' mean length. admission.estimate turns them into tokens.
 func (h *Handler) work(req *Request) []part {
-	state, _ := json.Marshal(req.State)
+	d := h.cfg.Decider
 	var parts []part
+	msgs := map[string][]string{}
 	for _, q := range req.Questions {
 		kind := kindRow
 		if q.Type() == "noul" {
 			kind = kindNoul
 		}
-		n := h.cfg.Decider.Prompts(q.Question)
-		qj, _ := questionJSON(q.Question)
-		b, _ := json.Marshal(qj)
 		i := slices.IndexFunc(parts, func(p part) bool { return p.kind == kind })
 		if i < 0 {
-			parts, i = append(parts, part{kind: kind, state: float64(len(state))}), len(parts)
+			parts, i = append(parts, part{kind: kind}), len(parts)
 		}
+		n := d.Prompts(q.Question)
 		parts[i].prompts += n
-		parts[i].question += float64(n * len(b))
+		m, err := d.UserMessages(req.State, q.Question)
+		if err != nil || len(m) == 0 { // refused when prepared; until then, its JSON's bytes
+			qj, _ := questionJSON(q.Question)
+			b, _ := json.Marshal(pyjson.Object{{Key: "state", Value: req.State}, {Key: "question", Value: qj}})
+			m = []string{string(b)}
+		}
+		msgs[kind] = append(msgs[kind], m...)
+		if extra := n - len(m); extra > 0 {
+			total := 0
+			for _, s := range m {
+				total += len(s)
+			}
+			parts[i].bytes += float64(extra*total) / float64(len(m))
+		}
+	}
+	for i, p := range parts {
+		parts[i].bytes += distinctBytes(msgs[p.kind])
 	}
 	return parts
+}
+
+// distinctBytes is the bytes of texts with a prefix some share counted once: their trie's
+// size.
+func distinctBytes(texts []string) float64 {
+	slices.Sort(texts)
+	n, prev := 0, ""
+	for _, t := range texts {
+		common := 0
+		for common < min(len(t), len(prev)) && t[common] == prev[common] {
+			common++
+		}
+		n, prev = n+len(t)-common, t
+	}
+	return float64(n)
 }
 
 // refuse answers status (429 or 503) with Retry-After.
