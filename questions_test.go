@@ -227,3 +227,36 @@ func TestNoulAnswersAreFinished(t *testing.T) {
 	}
 	assert.InDelta(t, wantP, cal.Result.Probability, 1e-12, "the probability of the answer given")
 }
+
+// UserMessages are the user messages the prompts of a question carry, written without
+// rendering: the rendered prompt holds each one.
+func TestUserMessagesAreThePromptsOwn(t *testing.T) {
+	ctx := context.Background()
+	d, err := gojev.New(ctx, &backendtest.Scripted{}, gojev.Options{Knockout: gojev.KnockoutOptions{Method: gojev.ManyKnockout}})
+	require.NoError(t, err)
+	defer d.Close()
+	state := map[string]any{"message": "I was charged twice."}
+	q := gojev.Choice{Instructions: "Which team?", Criteria: []gojev.Criterion{{Name: "billing", Description: "Charges."}, {Name: "shipping"}}}
+	msgs, err := d.UserMessages(state, q)
+	require.NoError(t, err)
+	require.Len(t, msgs, 1)
+	ps, err := d.Render(ctx, contract.Row{ID: "q", State: state, Question: "Which team?",
+		Options: []contract.Option{{ID: "billing", Description: "Charges."}, {ID: "shipping", Description: "shipping"}}})
+	require.NoError(t, err)
+	assert.Contains(t, ps[0].Text, "user: "+msgs[0]+"\n", "the rendered prompt carries the message")
+
+	var many []gojev.Criterion
+	for i := range 20 {
+		many = append(many, gojev.Criterion{Name: strconv.Itoa(i)})
+	}
+	msgs, err = d.UserMessages(state, gojev.Choice{Instructions: "Which?", Criteria: many})
+	require.NoError(t, err)
+	assert.Len(t, msgs, 2, "a knockout's two group passes (its final pass is not known yet)")
+	msgs, err = d.UserMessages(state, &gojev.Noul{Instructions: "Is it about billing?"})
+	require.NoError(t, err)
+	require.Len(t, msgs, 1)
+	assert.True(t, strings.HasPrefix(msgs[0], "Context:\n"), msgs[0])
+	assert.Contains(t, msgs[0], "Is it about billing?")
+	_, err = d.UserMessages(state, gojev.Choice{})
+	assert.ErrorIs(t, err, gojev.ErrQuestion)
+}
