@@ -54,8 +54,12 @@ type admission struct {
 	// donePrompts and doneTokens are the work of the requests answered since the last sample.
 	donePrompts int
 	doneTokens  float64
-	// slot is when the next refused request is told to come back (zero: now).
-	slot time.Time
+	// slot is when the next refused request is told to come back (zero: now); lastRefused
+	// when a request was last refused for its deadline.
+	slot, lastRefused time.Time
+	// warm marks a time model measured by the warm-up, not yet by live work: the first sample
+	// replaces its level rather than moving it.
+	warm bool
 }
 
 // The kinds of prompt whose template admission measures apart: a row's (a choice or score,
@@ -181,6 +185,13 @@ func (a *admission) admit(prompts int, parts []part, tokens float64, deadline ti
 	return &ticket{prompts: prompts, tokens: tokens, parts: parts}, "", 0
 }
 
+// refused notes a request refused for its deadline (readiness: overloaded).
+func (a *admission) refused() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.lastRefused = time.Now()
+}
+
 // retry is when a refused request should come back (a.mu held): once wait has passed (the work
 // ahead drained enough), and not before the requests refused before it had their turn; own
 // is its work, of which its slot takes admitHeadroom, so that an estimate up to 1/admitHeadroom
@@ -240,9 +251,15 @@ func (a *admission) observe(st gojev.Stats) {
 	if busy < minSampleBusy.Seconds() || a.doneTokens <= 0 {
 		return
 	}
-	if a.level == 0 {
+	model := a.perPrompt*float64(a.donePrompts) + a.perToken*a.doneTokens
+	switch {
+	case a.level == 0:
 		a.perPrompt, a.perToken, a.level = 0, busy/a.doneTokens, 1
-	} else if model := a.perPrompt*float64(a.donePrompts) + a.perToken*a.doneTokens; model > 0 {
+	case model > 0 && a.warm:
+		// The warm-up's few prompts, perhaps on a machine busy with something else then: the
+		// first second of real work sets the level.
+		a.level, a.warm = busy/model, false
+	case model > 0:
 		a.level += sampleWeight * (busy/model - a.level)
 	}
 	a.last, a.donePrompts, a.doneTokens = st, 0, 0
@@ -293,9 +310,9 @@ func (a *admission) learn(points []warmPoint) {
 	if den := n*sxx - sx*sx; den > 0 {
 		slope = max((n*sxy-sx*sy)/den, 0)
 	}
-	a.perToken, a.perPrompt, a.level = slope, max((sy-slope*sx)/n, 0), 1
+	a.perToken, a.perPrompt, a.level, a.warm = slope, max((sy-slope*sx)/n, 0), 1, true
 	if a.perToken == 0 && a.perPrompt == 0 {
-		a.level = 0
+		a.level, a.warm = 0, false
 	}
 }
 
@@ -307,13 +324,14 @@ type load struct {
 	Tokens                    float64
 	SecPerPrompt, SecPerToken float64
 	Wait                      time.Duration
+	Refused                   time.Time // when a request was last refused for its deadline
 }
 
 func (a *admission) load() load {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return load{Requests: a.requests, Prompts: a.prompts, Tokens: a.tokens, SecPerPrompt: a.level * a.perPrompt,
-		SecPerToken: a.level * a.perToken, Wait: time.Duration(a.seconds(a.prompts, a.tokens) * float64(time.Second))}
+		SecPerToken: a.level * a.perToken, Wait: time.Duration(a.seconds(a.prompts, a.tokens) * float64(time.Second)), Refused: a.lastRefused}
 }
 
 // retryAfter writes a delay as the Retry-After header's whole seconds (rounded up, at least

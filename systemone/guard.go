@@ -35,6 +35,21 @@ func loopbackHost(hostport string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// proxyHeaders are the headers a reverse proxy adds (RFC 7239's Forwarded, and the de facto
+// ones): a keyless server refuses a request that carries one, since a proxy in front of it
+// would pass every caller's request to its loopback address.
+var proxyHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "Via"}
+
+// proxied is the first proxy header r carries ("" for none).
+func proxied(r *http.Request) string {
+	for _, h := range proxyHeaders {
+		if r.Header.Get(h) != "" {
+			return h
+		}
+	}
+	return ""
+}
+
 // originAllowed reports whether a request's Origin header may call: none sent (not a browser,
 // or a same-origin GET), the server's own origin (its host and port are the request's Host),
 // or one of allowed ("*" allows any). A browser page of another site is refused, and cannot

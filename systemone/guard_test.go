@@ -59,6 +59,8 @@ func TestHostAndOriginGuards(t *testing.T) {
 		{"a foreign origin", []string{"Origin", "https://attacker.example"}, http.StatusForbidden},
 		{"a sandboxed page", []string{"Origin", "null"}, http.StatusForbidden},
 		{"the server's own origin", []string{"Origin", "http://" + u.Host}, http.StatusOK},
+		{"through a proxy (X-Forwarded-For)", []string{"X-Forwarded-For", "203.0.113.7"}, http.StatusForbidden},
+		{"through a proxy (Forwarded)", []string{"Forwarded", "for=203.0.113.7"}, http.StatusForbidden},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, body := do(t, srv, http.MethodPost, "/v1/systemone", ticketRequest, append([]string{"Content-Type", jsonType}, tc.headers...)...)
@@ -71,8 +73,9 @@ func TestHostAndOriginGuards(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "probes answer any Host")
 
 	keyed := scriptedServer(t, systemone.Config{APIKeys: []string{"k"}, AllowedOrigins: []string{"https://app.example"}}, nil)
-	resp, body := do(t, keyed, http.MethodPost, "/v1/systemone", ticketRequest, "Content-Type", jsonType, "Authorization", "Bearer k", "Host", "gojev.internal:443")
-	assert.Equal(t, http.StatusOK, resp.StatusCode, "with keys, any Host (a reverse proxy's name): %s", body)
+	resp, body := do(t, keyed, http.MethodPost, "/v1/systemone", ticketRequest, "Content-Type", jsonType, "Authorization", "Bearer k",
+		"Host", "gojev.internal:443", "X-Forwarded-For", "203.0.113.7")
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "with keys, any Host and a proxy in front: %s", body)
 	resp, _ = do(t, keyed, http.MethodPost, "/v1/systemone", ticketRequest, "Content-Type", jsonType, "Authorization", "Bearer k", "Origin", "https://attacker.example")
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "with keys, a foreign origin still refused")
 	resp, body = do(t, keyed, http.MethodPost, "/v1/systemone", ticketRequest, "Content-Type", jsonType, "Authorization", "Bearer k", "Origin", "https://app.example")

@@ -1,6 +1,7 @@
 package systemone
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -186,7 +187,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if info.err != nil {
 		attrs = append(attrs, "error", info.err.Error())
 	}
-	h.cfg.Logger.Info("systemone", attrs...)
+	level := slog.LevelInfo
+	if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+		level = slog.LevelDebug // probes every few seconds: not a line each
+	}
+	h.cfg.Logger.Log(r.Context(), level, "systemone", attrs...)
 }
 
 func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
@@ -194,6 +199,10 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 	if !probe {
 		if len(h.cfg.APIKeys) == 0 && !loopbackHost(r.Host) {
 			writeDetail(w, http.StatusForbidden, fmt.Sprintf("Host %q is not a loopback name: without API keys this server answers only requests addressed to localhost or a loopback address (a guard against DNS rebinding); start it with --api-key to serve other names", r.Host))
+			return
+		}
+		if hdr := proxied(r); len(h.cfg.APIKeys) == 0 && hdr != "" {
+			writeDetail(w, http.StatusForbidden, fmt.Sprintf("the request came through a proxy (%s): without API keys this server answers only callers on this machine; behind a proxy, start it with --api-key", hdr))
 			return
 		}
 		origin := r.Header.Get("Origin")
@@ -211,7 +220,7 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 	}
 	methods, ok := h.routes[r.URL.Path]
 	if !ok {
-		writeDetail(w, http.StatusNotFound, fmt.Sprintf("no %s here: this server answers POST /v1/systemone, GET /v1/models, GET /metrics, GET /healthz and GET /readyz (a client's base URL is the server's root, or ends in /v1 for clients that add /systemone themselves)", r.URL.Path))
+		writeDetail(w, http.StatusNotFound, fmt.Sprintf("not found: %s; the API is POST /v1/systemone (give a client this server's root, its /v1, or that path, as the client asks)", r.URL.Path))
 		return
 	}
 	method := r.Method
@@ -234,6 +243,9 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 
 // InFlight is how many prompts the requests in flight bring (admitted and not yet answered).
 func (h *Handler) InFlight() int64 { return int64(h.adm.load().Prompts) }
+
+// Requests is how many requests are in flight (admitted and not yet answered).
+func (h *Handler) Requests() int { return h.adm.load().Requests }
 
 // Drain stops admitting requests: new ones get 503 with Retry-After and /readyz answers 503,
 // while the requests in flight go on to their answers or their deadlines. jev serve calls it
@@ -345,18 +357,23 @@ func (h *Handler) healthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readiness reports whether the handler takes new requests: not while draining, nor while
-// the work admitted would keep a new request past the timeout (overloaded; retry then says
-// when it would not).
+// readiness reports whether the handler takes new requests: not while draining, nor while it
+// is overloaded: refusing requests for their deadline (in the last overloadFor), or with more
+// work admitted than a new request's deadline allows (retry then says when it would not be).
 func (h *Handler) readiness() (ok bool, status string, retry time.Duration) {
 	if h.draining.Load() {
 		return false, "draining", 0
 	}
-	if wait, budget := h.adm.load().Wait, time.Duration(admitHeadroom*float64(h.cfg.Timeout)); wait > budget {
-		return false, "overloaded", wait - budget
+	l := h.adm.load()
+	if budget := time.Duration(admitHeadroom * float64(h.cfg.Timeout)); l.Wait > budget || time.Since(l.Refused) < overloadFor {
+		return false, "overloaded", max(l.Wait-budget, time.Second)
 	}
 	return true, "ready", 0
 }
+
+// overloadFor is how long after it last refused a request for its deadline the handler says
+// it is overloaded (GET /readyz 503), so that a load balancer sends the next ones elsewhere.
+const overloadFor = 2 * time.Second
 
 func (h *Handler) readyz(w http.ResponseWriter, _ *http.Request) {
 	ok, status, retry := h.readiness()
@@ -375,6 +392,7 @@ func (h *Handler) systemOne(w http.ResponseWriter, r *http.Request) {
 	info := infoOf(r)
 	if h.draining.Load() {
 		h.met.refused.WithLabelValues("draining").Inc()
+		w.Header().Set("Connection", "close")
 		h.refuse(w, info, http.StatusServiceUnavailable, 2*time.Second, "the server is shutting down: it finishes the requests it accepted and takes no new one")
 		return
 	}
@@ -406,7 +424,7 @@ func (h *Handler) systemOne(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !h.local.serves(req.Model) {
-		writeDetail(w, http.StatusNotFound, h.local.unknown(req.Model).Error())
+		writeDetail(w, http.StatusNotFound, strings.TrimPrefix(h.local.unknown(req.Model).Error(), "systemone: "))
 		return
 	}
 	parts := h.work(req)
@@ -425,7 +443,8 @@ func (h *Handler) systemOne(w http.ResponseWriter, r *http.Request) {
 	t, reason, retry := h.adm.admit(prompts, parts, h.adm.estimate(parts), deadline)
 	if t == nil {
 		h.met.refused.WithLabelValues(reason).Inc()
-		msg := fmt.Sprintf("the server is busy: the work admitted ahead of this request would not let it finish within its deadline of %.1f s; retry in %.1f s", deadline.Seconds(), retry.Seconds())
+		h.adm.refused()
+		msg := fmt.Sprintf("the server is busy: the work admitted ahead of this request would not let it finish within its deadline of %s; retry in %.1f s", deadline.Round(time.Millisecond), retry.Seconds())
 		if reason == refusePrompts {
 			msg = fmt.Sprintf("the server is busy: %d prompts are admitted at most (--max-in-flight), and this request brings %d; retry in %.1f s", h.cfg.MaxInFlight, prompts, retry.Seconds())
 		}
@@ -466,7 +485,7 @@ func (h *Handler) systemOne(w http.ResponseWriter, r *http.Request) {
 		writeDetail(w, 499, "client closed the request")
 	case errors.Is(err, context.DeadlineExceeded):
 		h.refuse(w, info, http.StatusServiceUnavailable, max(h.adm.load().Wait, minRetry),
-			fmt.Sprintf("the request did not finish within its deadline of %.1f s", deadline.Seconds()))
+			fmt.Sprintf("the request did not finish within its deadline of %s", deadline.Round(time.Millisecond)))
 	case errors.Is(err, gojev.ErrClosed):
 		h.refuse(w, info, http.StatusServiceUnavailable, 2*time.Second, "the server is shutting down")
 	default:
@@ -582,15 +601,20 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int,
 	return data, 0, nil
 }
 
-// writeJSON writes v as the response body with status.
+// writeJSON writes v as the response body with status (<, > and & as they are: messages
+// quote "<key>").
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"detail":"cannot encode the response"}`)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		b.Reset()
+		b.WriteString(`{"detail":"cannot encode the response"}` + "\n")
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b.Bytes())
 }
 
 // writeDetail writes {"detail": msg}, FastAPI's shape for an error other than validation.

@@ -69,11 +69,12 @@ of its own that retries a 429 or 503 after the Retry-After it carries: it prints
 answers by status, the slowest first 200 and first refusal, the time until every request is
 answered, and questions/s. With --serve the server is this process's (its --timeout, warmed up
 as jev serve is) and jev decide's run is the baseline; with --url it is any running System One
-server (--api-key its key), and --sigterm PID sends that process SIGTERM once every request was
+server (--api-key its key, if it has keys), and --sigterm PID sends that process SIGTERM once every request was
 sent and --sigterm-after passed (a drain measured from outside).
 
   jev bench -t 2 -i burst.jsonl --serve --burst 48 --timeout 20s
-  jev bench -i burst.jsonl --burst 24 --url http://127.0.0.1:8080 --sigterm "$(pgrep -f 'jev serve')"`
+  jev serve --port 8080 & pid=$!
+  jev bench -i burst.jsonl --burst 24 --url http://127.0.0.1:8080 --sigterm $pid`
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("bench")

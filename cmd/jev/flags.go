@@ -88,6 +88,9 @@ func (f *modelFlags) modelPath() (string, error) {
 		return f.model, nil
 	}
 	if p := os.Getenv("GOJEV_MODEL"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", cli.Usage(fmt.Errorf("$GOJEV_MODEL=%s: %w", p, err))
+		}
 		return p, nil
 	}
 	if p := os.Getenv("JEV_MODEL"); p != "" {

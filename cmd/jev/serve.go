@@ -43,19 +43,21 @@ the Decider's batching: their prompts are decoded together, shared prefixes once
 
 Keys: with --api-key (or $GOJEV_API_KEYS) every request but /healthz and /readyz needs
 "Authorization: Bearer KEY". With none, the server listens on 127.0.0.1 only and answers only
-requests addressed to a loopback name (Host localhost or 127.0.0.1: a guard against DNS
-rebinding). A browser page of another origin is refused (403) unless --allowed-origins names
+requests addressed to a loopback name (Host localhost, a .localhost name, 127.0.0.1 or [::1]: a
+guard against DNS rebinding) that came through no proxy (behind a proxy, give it keys). A browser page of another origin is refused (403) unless --allowed-origins names
 it. Bodies must be JSON (415), may come zstd- or gzip-compressed; --max-body applies after
 decompressing.
 
-Load: before it listens the server decodes a small request twice to measure its decode rate.
+Load: before it serves, the server decodes a few small requests (a choice and a noul) to measure
+its decode rate.
 A request is admitted when the work admitted before it, at that rate, leaves it time to finish
 within its deadline (--timeout, or the client's X-Request-Timeout if shorter); otherwise it
 gets 429 at once, with Retry-After saying when it would be admitted. An idle server admits
 any request it can take; one that needs more prompts than --max-in-flight is a 422.
 
-Stopping: SIGTERM or Ctrl-C stops accepting, turns /readyz to 503, lets every accepted request
-finish (each up to its own deadline) and exits 0. A second signal stops at once (exit 1).
+Stopping: SIGTERM or Ctrl-C turns /readyz to 503 and answers new requests 503, lets every
+accepted request finish (each up to its own deadline), then closes and exits 0. A second signal
+stops at once (exit 1).
 
   jev serve --port 8080 &
   TYPESAFE_BASE_URL=http://127.0.0.1:8080 TYPESAFE_API_KEY=any python3 app.py`
@@ -128,6 +130,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	default:
 		return cli.Usage(fmt.Errorf("--debias %q: jev serve takes pride (with --prior FILE)", debiasName))
 	}
+	fmt.Fprintln(stderr, "jev serve: loading the model ...")
 	d, err := mf.open(ctx, stderr, opts)
 	if err != nil {
 		return err
@@ -152,16 +155,20 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return cli.Usage(fmt.Errorf("%w (flags --max-questions, --max-in-flight, --allowed-origins)", err))
 	}
+	// Bind first: a port in use is said before any work; connections wait in the backlog
+	// while the warm-up runs.
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	if !noWarmup {
+		fmt.Fprintln(stderr, "jev serve: warming up (a few small requests, to measure the decode rate admission estimates waits from) ...")
 		t0 := time.Now()
 		if err := h.Warmup(ctx); err != nil {
 			return fmt.Errorf("warm-up: %w", err)
 		}
 		fmt.Fprintf(stderr, "jev serve: warmed up in %.1f s\n", time.Since(t0).Seconds())
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
-	if err != nil {
-		return err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		WriteTimeout: h.Config().Timeout + 30*time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
@@ -190,26 +197,34 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	case <-ctx.Done():
 	}
-	// Draining: refuse new requests, stop accepting connections, let the accepted ones end.
+	// Draining: new requests get 503 (and /readyz 503, so that a load balancer moves on) while
+	// the accepted ones end, each by its deadline; then the listener closes.
 	again := make(chan os.Signal, 1)
 	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(again)
 	h.Drain()
-	inFlight := h.InFlight()
-	fmt.Fprintf(stderr, "jev serve: draining: %d prompt(s) in flight finish, each request by its deadline (a second signal stops at once)\n", inFlight)
-	sctx, cancel := context.WithTimeout(context.Background(), shutdown)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- srv.Shutdown(sctx) }()
-	select {
-	case err := <-done:
-		if err != nil {
+	fmt.Fprintf(stderr, "jev serve: draining: %d request(s) in flight finish, each by its deadline; new ones get 503 (a second signal stops at once)\n", h.Requests())
+	deadline := time.NewTimer(shutdown)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for h.Requests() > 0 {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			n := h.Requests()
 			_ = srv.Close()
-			return fmt.Errorf("draining: %w (--shutdown-timeout %s)", err, shutdown)
+			return fmt.Errorf("draining: %d request(s) still in flight after --shutdown-timeout %s", n, shutdown)
+		case <-again:
+			n, p := h.Requests(), h.InFlight()
+			_ = srv.Close()
+			return fmt.Errorf("stopped at once by a second signal: %d request(s) in flight dropped (%d prompts)", n, p)
 		}
-	case <-again:
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
 		_ = srv.Close()
-		return fmt.Errorf("stopped at once by a second signal: %d prompt(s) of requests in flight dropped", h.InFlight())
 	}
 	fmt.Fprintln(stderr, "jev serve: stopped")
 	return nil

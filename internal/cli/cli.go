@@ -77,10 +77,26 @@ func Int64(fs *FlagSet, p *int64, spec string, def int64, usage string) {
 
 // Duration defines a time.Duration flag ("90s", "2m") under every spelling in spec.
 func Duration(fs *FlagSet, p *time.Duration, spec string, def time.Duration, usage string) {
+	*p = def
 	for _, n := range names(spec) {
-		fs.DurationVar(p, n, def, usage)
+		fs.Var((*durationValue)(p), n, usage)
 	}
 	fs.Help(spec)
+}
+
+// durationValue is a time.Duration flag whose parse error says what a duration looks like
+// (the flag package's says only "parse error": "--timeout 10" lacks its unit).
+type durationValue time.Duration
+
+func (d *durationValue) String() string { return (*time.Duration)(d).String() }
+
+func (d *durationValue) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("want a duration with its unit, such as 500ms, 20s, 2m or 1m30s")
+	}
+	*d = durationValue(v)
+	return nil
 }
 
 // Float defines a float64 flag under every spelling in spec.
@@ -113,6 +129,9 @@ func PrintFlags(w io.Writer, fs *FlagSet) {
 	for _, group := range fs.groups {
 		f := fs.Lookup(group[0])
 		arg, usage := flag.UnquoteUsage(f)
+		if _, ok := f.Value.(*durationValue); ok && arg == "value" {
+			arg = "duration"
+		}
 		var spelled []string
 		for _, n := range group {
 			if len(n) <= 3 {
