@@ -102,6 +102,9 @@ type Map struct {
 	Y []float64 `json:"y,omitempty"`
 	// Rows is how many labelled rows it was fitted on.
 	Rows int `json:"rows"`
+	// Shrink is the prior a temperature fitted on few rows was shrunk toward (FitShrunk); nil
+	// for a maximum-likelihood fit.
+	Shrink *Shrink `json:"shrink,omitempty"`
 }
 
 // Apply returns a decision's calibrated probabilities, in row order: direct, a distribution

@@ -96,6 +96,9 @@ type Scoring struct {
 	// Fitting are the fitting rows' label-free statistics, to which a run's are compared
 	// (Compare: a shift); nil in profiles written before they were kept.
 	Fitting *RowStats `json:"fitting_stats,omitempty"`
+	// Certified is the ECE the fitting rows certify for the map (NewWith); nil in profiles
+	// made by New or written before it existed.
+	Certified *Certificate `json:"certified,omitempty"`
 }
 
 // Profile is everything estimated once per model and task: a calibration map per scoring, the

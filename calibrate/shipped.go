@@ -5,6 +5,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"math"
 	"sync"
 )
 
@@ -27,6 +28,38 @@ var shippedProfiles = sync.OnceValue(func() []*Profile {
 	}
 	return out
 })
+
+// ShippedTemperature is the temperature a shipped profile of the model (by sha256) and prompt
+// version holds for a scoring, whatever chat template it was fitted with: its pooled map's, or
+// where it calibrates some option counts only (Fitted.Only), the geometric mean of theirs; and
+// whether one ships. It is the value jev calibrate shrinks a few rows' temperature toward.
+func ShippedTemperature(modelSHA256, promptVersion, scoring string) (float64, bool) {
+	if modelSHA256 == "" {
+		return 0, false
+	}
+	for _, p := range shippedProfiles() {
+		if p.Model.SHA256 != modelSHA256 || p.PromptVersion != promptVersion {
+			continue
+		}
+		sc, ok := p.Scorings[scoring]
+		if !ok || sc.Fitted.Method != Temperature {
+			continue
+		}
+		if !sc.Fitted.Only {
+			return sc.Fitted.Pooled.T, sc.Fitted.Pooled.T > 0
+		}
+		logs, n := 0.0, 0
+		for _, m := range sc.Fitted.ByOptions {
+			if m.T > 0 {
+				logs, n = logs+math.Log(m.T), n+1
+			}
+		}
+		if n > 0 {
+			return math.Exp(logs / float64(n)), true
+		}
+	}
+	return 0, false
+}
 
 // ShippedProfile returns the calibration profile gojev ships for a model (by file sha256), its
 // chat template (sha256 of the template source) and a prompt version; nil when it ships none.

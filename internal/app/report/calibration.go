@@ -23,7 +23,15 @@ func FitCalibration(files, evalFiles []string, folds, limit int, maxErrors []flo
 	if err != nil {
 		return nil, nil, err
 	}
-	prof, err := calibrate.New(fit.Model, fit.PromptVersion, fit.Samples, folds)
+	// A scoring of few rows is shrunk toward the temperature gojev ships for the model and
+	// scoring, where one ships (calibrate.ShippedTemperature), else toward 1.
+	toward := map[string]float64{}
+	for name := range fit.Samples {
+		if t, ok := calibrate.ShippedTemperature(fit.Model.SHA256, fit.PromptVersion, name); ok {
+			toward[name] = t
+		}
+	}
+	prof, err := calibrate.NewWith(fit.Model, fit.PromptVersion, fit.Samples, calibrate.Config{Folds: folds, ShrinkToward: toward, Confidence: confidence})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -41,7 +49,7 @@ func FitCalibration(files, evalFiles []string, folds, limit int, maxErrors []flo
 	for _, name := range prof.Names() {
 		sc := prof.Scorings[name]
 		sr := ScoringReport{Scoring: name, Rows: len(fit.Samples[name]), Chosen: sc.Method, Reason: sc.Reason,
-			Before: sc.Before, CrossValidated: sc.CV, Pooled: sc.Fitted.Pooled}
+			Before: sc.Before, CrossValidated: sc.CV, Pooled: sc.Fitted.Pooled, Certified: sc.Certified}
 		for _, k := range slices.Sorted(maps.Keys(sc.Fitted.ByOptions)) {
 			sr.ByOptions = append(sr.ByOptions, sc.Fitted.ByOptions[k])
 		}
@@ -168,6 +176,8 @@ type ScoringReport struct {
 	SmallestBudget float64     `json:"smallest_budget"`
 	Confidence     float64     `json:"confidence"`
 	Held           *HeldReport `json:"held_out,omitempty"`
+	// Certified is the ECE the fitting rows certify (calibrate.Certify).
+	Certified *calibrate.Certificate `json:"certified,omitempty"`
 }
 
 // HeldReport scores every method, fitted on all the fitting rows, on held-out rows, and the
@@ -247,12 +257,26 @@ func (rep *CalibrationReport) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "\nscoring %s: %d labelled fitting rows, accuracy %.1f%%\n", sr.Scoring, sr.Rows, 100*sr.Before.Accuracy)
 		fmt.Fprintf(w, "  %-13s %6s %7s %7s %8s\n", "cross-valid.", "ECE", "NLL", "Brier", "mean p")
 		row("uncalibrated", sr.Before, "")
+		if len(sr.CrossValidated) == 0 { // few rows: no choice among methods
+			fmt.Fprintf(w, "  %-13s %s\n", "temperature", "← "+sr.Reason)
+		}
 		for _, m := range calibrate.Methods {
+			cv, ok := sr.CrossValidated[m]
+			if !ok {
+				continue
+			}
 			mark := ""
 			if m == sr.Chosen {
 				mark = "← chosen: " + sr.Reason
 			}
-			row(string(m), sr.CrossValidated[m], mark)
+			row(string(m), cv, mark)
+		}
+		if c := sr.Certified; c != nil {
+			fmt.Fprintf(w, "  certified: ECE ≤ %.3f at confidence %.2g (%d-fold cross-validated ECE %.3f over these %d rows, and its bootstrap spread), for rows drawn like these\n",
+				c.Bound, c.Confidence, c.Folds, c.ECE, c.Rows)
+			if sr.Rows < calibrate.FewRowsUsable {
+				fmt.Fprintf(w, "  note: %d rows; with fewer than %d the pool's tasks of 5-16 options did not all reach ECE ≤ 0.10 held out (docs/calibration.md): label more rows\n", sr.Rows, calibrate.FewRowsUsable)
+			}
 		}
 		maps := []string{"all rows " + sr.Pooled.Describe()}
 		for _, m := range sr.ByOptions {
@@ -264,7 +288,7 @@ func (rep *CalibrationReport) WriteText(w io.Writer) {
 		} else {
 			fmt.Fprintf(w, "  abstention: these rows certify no error budget at confidence %.2g (SGR): label more rows for --max-error\n", sr.Confidence)
 		}
-		if cv := sr.CrossValidated[sr.Chosen]; cv.Brier >= sr.Before.Brier {
+		if cv, ok := sr.CrossValidated[sr.Chosen]; ok && cv.Brier >= sr.Before.Brier {
 			fmt.Fprintf(w, "  warning: no map beats the uncalibrated probabilities on these rows (cross-validated Brier %.3f against %.3f): label more rows before trusting this profile\n", cv.Brier, sr.Before.Brier)
 		}
 		if t := sr.Pooled.T; sr.Pooled.Method == calibrate.Temperature && (t > 99 || t < 0.0101) {
