@@ -31,9 +31,10 @@ const DefaultPriorSD = 1.0
 // below it.
 const FewRowsUsable = 40
 
-// MinRows is the fewest labelled rows a scoring is fitted on: fewer cannot be cross-validated
-// into a bound (Certify's folds), and gives a temperature no better than its prior.
-const MinRows = 10
+// The fewest labelled rows a scoring is fitted on is 2·folds, the fewest that can be
+// cross-validated into a bound (Certify): a temperature from so few rows stays near its prior,
+// and the bound stated with it is wide, which is what a user with a handful of labels should
+// read.
 
 // Config configures NewWith.
 type Config struct {
@@ -116,23 +117,15 @@ func Certify(samples []Sample, fit func([]Sample) (*Fitted, error), folds int, c
 	if len(samples) < 2*folds {
 		return Certificate{}, fmt.Errorf("%w: %d rows for %d folds", ErrNoRows, len(samples), folds)
 	}
+	probs, err := outOfFold(samples, folds, fit)
+	if err != nil {
+		return Certificate{}, err
+	}
 	conf := make([]float64, len(samples))
 	right := make([]bool, len(samples))
-	for f := range folds {
-		var train []Sample
-		for i, s := range samples {
-			if i%folds != f {
-				train = append(train, s)
-			}
-		}
-		m, err := fit(train)
-		if err != nil {
-			return Certificate{}, err
-		}
-		for i := f; i < len(samples); i += folds {
-			c := samples[i].Chosen()
-			conf[i], right[i] = m.Apply(samples[i].Scores)[c], c == samples[i].Label
-		}
+	for i, s := range samples {
+		c := s.Chosen()
+		conf[i], right[i] = probs[i][c], c == s.Label
 	}
 	_, cv := Reliability(conf, right)
 	rng := rand.New(rand.NewPCG(1, uint64(len(samples))))
@@ -153,7 +146,7 @@ func Certify(samples []Sample, fit func([]Sample) (*Fitted, error), folds int, c
 
 // NewWith fits a profile as New does, and: a scoring of fewer than FewRows rows is calibrated
 // by a temperature shrunk toward cfg.ShrinkToward (FitShrunk) rather than by the method
-// cross-validation would choose; fewer than MinRows rows leave a scoring out (Skipped); every
+// cross-validation would choose; fewer than 2·folds rows leave a scoring out (Skipped); every
 // scoring gets its Certificate. Errors are New's.
 func NewWith(model debias.ModelID, promptVersion string, samples map[string][]Sample, cfg Config) (*Profile, error) {
 	if cfg.Folds <= 0 {
@@ -169,8 +162,8 @@ func NewWith(model debias.ModelID, promptVersion string, samples map[string][]Sa
 	var skipped []string
 	for name, ss := range samples {
 		switch {
-		case len(ss) < MinRows:
-			skipped = append(skipped, fmt.Sprintf("%s (%d rows: at least %d)", name, len(ss), MinRows))
+		case len(ss) < 2*cfg.Folds:
+			skipped = append(skipped, fmt.Sprintf("%s (%d rows: at least %d for %d folds)", name, len(ss), 2*cfg.Folds, cfg.Folds))
 		case len(ss) < FewRows:
 			few[name] = ss
 		default:
@@ -203,8 +196,13 @@ func NewWith(model debias.ModelID, promptVersion string, samples map[string][]Sa
 		if err != nil {
 			return nil, fmt.Errorf("scoring %s: %w", name, err)
 		}
+		probs, err := outOfFold(ss, cfg.Folds, fit)
+		if err != nil {
+			return nil, fmt.Errorf("scoring %s: %w", name, err)
+		}
 		stats := StatsOf(ss)
 		sc := &Scoring{Fitted: f, Fitting: &stats, Choice: Choice{Method: Temperature, Before: Uncalibrated(ss), Folds: cfg.Folds,
+			CV:     map[Method]Metrics{Temperature: Score(ss, probs)},
 			Reason: fmt.Sprintf("%d rows, fewer than %d: a temperature shrunk toward %.3g (a Gaussian prior on log T, sd %.2g), not a choice among methods", len(ss), FewRows, t0, cfg.PriorSD)}}
 		for _, s := range ss {
 			c := s.Chosen()

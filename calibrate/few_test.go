@@ -82,6 +82,11 @@ func TestNewWithFewRows(t *testing.T) {
 	assert.Equal(t, 0.6, few.Fitted.Pooled.Shrink.T0)
 	assert.Contains(t, few.Reason, "shrunk toward 0.6")
 	assert.Len(t, few.Points, 40)
+	cv, ok := few.CV[Temperature]
+	require.True(t, ok, "the shrunk temperature's cross-validated figures, as a chosen method's")
+	assert.Equal(t, few.Before.Accuracy, cv.Accuracy, "a temperature moves no choice")
+	assert.Less(t, cv.ECE, few.Before.ECE)
+	assert.InDelta(t, few.Certified.ECE, cv.ECE, 1e-12, "one cross-validation")
 	for name, sc := range p.Scorings {
 		require.NotNil(t, sc.Certified, name)
 		assert.Equal(t, 0.9, sc.Certified.Confidence)

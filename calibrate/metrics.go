@@ -229,6 +229,16 @@ func CrossValidate(method Method, samples []Sample, folds int) (Metrics, error) 
 	if len(samples) < 2*folds {
 		return Metrics{}, fmt.Errorf("%w: %d rows for %d folds (at least %d; fewer --folds need fewer rows)", ErrNoRows, len(samples), folds, 2*folds)
 	}
+	probs, err := outOfFold(samples, folds, func(s []Sample) (*Fitted, error) { return FitAll(method, s) })
+	if err != nil {
+		return Metrics{}, err
+	}
+	return Score(samples, probs), nil
+}
+
+// outOfFold calibrates sample i (in fold i mod folds) by the map fit returns for the other
+// folds, and returns every sample's out-of-fold probabilities. Errors are fit's.
+func outOfFold(samples []Sample, folds int, fit func([]Sample) (*Fitted, error)) ([][]float64, error) {
 	probs := make([][]float64, len(samples))
 	for f := range folds {
 		var train []Sample
@@ -237,15 +247,15 @@ func CrossValidate(method Method, samples []Sample, folds int) (Metrics, error) 
 				train = append(train, s)
 			}
 		}
-		fit, err := FitAll(method, train)
+		m, err := fit(train)
 		if err != nil {
-			return Metrics{}, err
+			return nil, err
 		}
 		for i := f; i < len(samples); i += folds {
-			probs[i] = fit.Apply(samples[i].Scores)
+			probs[i] = m.Apply(samples[i].Scores)
 		}
 	}
-	return Score(samples, probs), nil
+	return probs, nil
 }
 
 // Choice is the method chosen among Methods, with the cross-validated figures of each.

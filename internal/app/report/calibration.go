@@ -257,9 +257,6 @@ func (rep *CalibrationReport) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "\nscoring %s: %d labelled fitting rows, accuracy %.1f%%\n", sr.Scoring, sr.Rows, 100*sr.Before.Accuracy)
 		fmt.Fprintf(w, "  %-13s %6s %7s %7s %8s\n", "cross-valid.", "ECE", "NLL", "Brier", "mean p")
 		row("uncalibrated", sr.Before, "")
-		if len(sr.CrossValidated) == 0 { // few rows: no choice among methods
-			fmt.Fprintf(w, "  %-13s %s\n", "temperature", "← "+sr.Reason)
-		}
 		for _, m := range calibrate.Methods {
 			cv, ok := sr.CrossValidated[m]
 			if !ok {
