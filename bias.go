@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"time"
 
@@ -111,6 +112,41 @@ func (d *Decider) combineShifts(r *request, results []*Result, method debias.Met
 		out.Stats.PromptTokens += res.Stats.PromptTokens
 		out.Stats.DecodedTokens += res.Stats.DecodedTokens
 	}
+	return out, nil
+}
+
+// combineReversed combines a row read in its options' order (results[0]) and in reverse
+// (results[1]): each option's log-probability in the two reads, each first debiased with prior
+// when one is given (PriDe), averaged and renormalised: the geometric mean of the two
+// distributions. A letter's preference moves to the mirror position in the reverse read, so
+// the part of a position bias that is not symmetric about the middle cancels (a score's
+// rubric, read lowest first and highest first).
+func (d *Decider) combineReversed(r *request, results []*Result, method debias.Method, prior []float64) (*Result, error) {
+	k := len(r.row.Options)
+	own, rev := positionLogprobs(results[0]), positionLogprobs(results[1])
+	db := &Debiased{Method: method, Prior: prior, Reading: ReadBothOrders,
+		Permutations: []Permutation{{Reversed: true, PromptSHA256: results[1].PromptSHA256, NPromptTokens: results[1].NPromptTokens, Logprobs: rev}}}
+	if prior != nil {
+		var err error
+		if own, _, err = debias.ApplyPrior(own, prior); err != nil {
+			return nil, err
+		}
+		if rev, _, err = debias.ApplyPrior(rev, prior); err != nil {
+			return nil, err
+		}
+	}
+	mean := make([]float64, k)
+	for i := range mean {
+		mean[i] = (own[i] + rev[k-1-i]) / 2 // position k-1-i of the reverse read showed option i
+	}
+	db.Scores = debias.LogSoftmax(mean)
+	db.Probabilities = make([]float64, k)
+	for i, v := range db.Scores {
+		db.Probabilities[i] = math.Exp(v)
+	}
+	out := finishDebiased(r, results[0], db)
+	out.Stats.PromptTokens += results[1].Stats.PromptTokens
+	out.Stats.DecodedTokens += results[1].Stats.DecodedTokens
 	return out, nil
 }
 

@@ -267,8 +267,9 @@ func ExampleDecider_Ask_choice() {
 }
 
 // A score question (System One's "score"): a level of an ordered rubric, lowest first. The
-// levels are the options "0" … "n−1"; the answer is the expected level Σ i·pᵢ, the level
-// probabilities, and the legend echoing each level.
+// levels are the options "0" … "n−1", read listed and reversed (Options.ScoreReading), the two
+// reads combined; the answer is the expected level Σ i·pᵢ, the level probabilities, and the
+// legend echoing each level.
 func ExampleDecider_Ask_score() {
 	ctx := context.Background()
 	d, err := gojev.Open(ctx, modelFile, gojev.Options{Runtime: backend.InProcessOptions{NThreads: 2}})
@@ -284,7 +285,7 @@ func ExampleDecider_Ask_score() {
 	}
 	a := answers["urgency"]
 	fmt.Printf("score=%.2f p(today)=%.3f legend[2]=%q\n", a.Score, a.Probabilities["2"], a.Legend["2"])
-	// Output: score=0.18 p(today)=0.070 legend[2]="Needs attention today"
+	// Output: score=1.10 p(today)=0.514 legend[2]="Needs attention today"
 }
 
 // A noul question (System One's "noul"): a yes/no question, or a statement to judge, with no

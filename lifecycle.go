@@ -3,6 +3,7 @@ package gojev
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gojev/gojev/contract"
@@ -17,6 +18,9 @@ type request struct {
 	method debias.Method
 	jobs   []*job // direct: one, or one per shift (jobs[j] is shift shifts[j]); binary: one
 	shifts []int  // the cyclic shifts decided (nil: the row's own order only)
+	// reversed: jobs[1] is the row with its options in reverse order (a score's rubric read
+	// both ways: combineReversed).
+	reversed bool
 	// Contextual: content-free jobs (one per evidence in debias.ContentFreeEvidence) for the
 	// candidates whose content-free p_yes is not cached yet (cfOpts), in that order.
 	cf     []*job
@@ -44,7 +48,7 @@ func (d *Decider) begin(ctx context.Context, row contract.Row, method debias.Met
 // beginSeq is begin for a valid row, numbered seq in the scheduler's order: prepareSeq, then
 // enqueue.
 func (d *Decider) beginSeq(ctx context.Context, seq uint64, row contract.Row, method debias.Method, permute int) (*request, error) {
-	r, err := d.prepareSeq(ctx, seq, row, method, permute)
+	r, err := d.prepareSeq(ctx, seq, row, method, permute, false)
 	if err != nil {
 		return nil, err
 	}
@@ -53,12 +57,13 @@ func (d *Decider) beginSeq(ctx context.Context, seq uint64, row contract.Row, me
 
 // prepareSeq renders and checks every prompt of a valid row, numbered seq, and enqueues none:
 // a request whose prompts all passed their checks (enqueueRequest hands them to the
-// scheduler).
-func (d *Decider) prepareSeq(ctx context.Context, seq uint64, row contract.Row, method debias.Method, permute int) (*request, error) {
+// scheduler). reverse reads the row in the reverse order of its options too (a score's
+// rubric; prepareRow).
+func (d *Decider) prepareSeq(ctx context.Context, seq uint64, row contract.Row, method debias.Method, permute int, reverse bool) (*request, error) {
 	if len(row.Options) > contract.MaxOptions && d.opts.Contract.lettered() && !d.opts.manyBinary() {
 		return d.prepareKnockout(ctx, seq, row, method, permute)
 	}
-	return d.prepareRow(ctx, seq, row, method, permute, d.opts.Detect)
+	return d.prepareRow(ctx, seq, row, method, permute, d.opts.Detect, reverse)
 }
 
 // enqueueRequest hands a prepared request's jobs to the scheduler: its decision jobs, the
@@ -108,7 +113,7 @@ func (d *Decider) binaryRow(k int) bool {
 
 // beginRow is prepareRow, then enqueueRequest.
 func (d *Decider) beginRow(ctx context.Context, seq uint64, row contract.Row, method debias.Method, permute int, detect bool) (*request, error) {
-	r, err := d.prepareRow(ctx, seq, row, method, permute, detect)
+	r, err := d.prepareRow(ctx, seq, row, method, permute, detect, false)
 	if err != nil {
 		return nil, err
 	}
@@ -117,8 +122,10 @@ func (d *Decider) beginRow(ctx context.Context, seq uint64, row contract.Row, me
 
 // prepareRow is prepareSeq for a valid row of at most contract.MaxOptions options under a
 // lettered contract (any count under Binary), with or without the detector's prompt; seq is
-// the request's place in the scheduler's order (a knockout's passes share their row's).
-func (d *Decider) prepareRow(ctx context.Context, seq uint64, row contract.Row, method debias.Method, permute int, detect bool) (*request, error) {
+// the request's place in the scheduler's order (a knockout's passes share their row's). With
+// reverse, a row of 2 or more options under a lettered contract and without cyclic shifts is
+// also decided with its options in reverse order (combineReversed).
+func (d *Decider) prepareRow(ctx context.Context, seq uint64, row contract.Row, method debias.Method, permute int, detect, reverse bool) (*request, error) {
 	method = d.rowMethod(method, len(row.Options))
 	if d.binaryRow(len(row.Options)) && d.bslotsErr != nil {
 		return nil, fmt.Errorf("%d options are decided under %s, and %w", len(row.Options), contract.BinaryPromptVersion, d.bslotsErr)
@@ -136,6 +143,13 @@ func (d *Decider) prepareRow(ctx context.Context, seq uint64, row contract.Row, 
 	for _, s := range r.shifts[min(1, len(r.shifts)):] {
 		p := row
 		p.Options = debias.Permute(row.Options, s)
+		rows = append(rows, p)
+	}
+	if reverse && r.shifts == nil && len(row.Options) > 1 && d.opts.Contract.lettered() && !d.binaryRow(len(row.Options)) {
+		r.reversed = true
+		p := row
+		p.Options = slices.Clone(row.Options)
+		slices.Reverse(p.Options)
 		rows = append(rows, p)
 	}
 	for _, rr := range rows {
@@ -233,6 +247,12 @@ func (d *Decider) combine(ctx context.Context, r *request) (*Result, error) {
 	var out *Result
 	var err error
 	switch {
+	case r.reversed:
+		var prior []float64
+		if r.method == debias.PriDe {
+			prior, _ = d.prior.Load().For(len(r.row.Options))
+		}
+		out, err = d.combineReversed(r, results, r.method, prior)
 	case r.method == debias.None:
 		out = res
 	case r.shifts != nil:

@@ -53,7 +53,7 @@ func (d *Decider) prepareKnockout(ctx context.Context, seq uint64, row contract.
 	}
 	r := &request{seq: seq, row: row, start: time.Now(), method: method, ko: &knockoutRequest{plan: p, permute: permute}}
 	for g, idx := range p.Groups {
-		sub, err := d.prepareRow(ctx, seq, subRow(row, idx), method, permute, false)
+		sub, err := d.prepareRow(ctx, seq, subRow(row, idx), method, permute, false, false)
 		if err != nil {
 			return nil, fmt.Errorf("knockout group %d of %d: %w", g+1, len(p.Groups), err)
 		}

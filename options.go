@@ -126,6 +126,13 @@ type Options struct {
 	// Knockout configures how rows of 17 to 256 options are decided under the direct
 	// contract (KnockoutOptions; the zero value decides them under the binary contract).
 	Knockout KnockoutOptions
+	// ScoreReading is how a Score question's rubric is read (Ask): ReadBothOrders (the zero
+	// value's meaning) decides its levels listed and reversed and combines the two reads
+	// (Decider.combineReversed; twice a listed read's prompts, sharing their prefix), each read
+	// raw unless Debias is debias.PriDe; ReadListed decides the listed levels once, under Debias
+	// as a row. Cyclic shifts (debias.Cyclic, Permute) read a score as a row. Choice questions
+	// and rows are not affected.
+	ScoreReading ScoreReading
 
 	// Runtime configures the in-process runtime Open creates: llama.cpp's n_ctx, n_batch,
 	// n_threads, n_gpu_layers, the renderer, the chat template and its kwargs, plugins, the
@@ -151,6 +158,9 @@ func (o Options) check() error {
 	}
 	if o.Permute < 0 || (o.Permute > 1 && o.Debias != debias.Cyclic && o.Debias != debias.PriDe) {
 		return fmt.Errorf("%w: Permute %d needs debias.Cyclic or debias.PriDe (direct contract)", ErrOptions, o.Permute)
+	}
+	if r := o.ScoreReading; r != "" && r != ReadBothOrders && r != ReadListed {
+		return fmt.Errorf("%w: ScoreReading %q: want %q or %q", ErrOptions, r, ReadBothOrders, ReadListed)
 	}
 	if m := o.Knockout.Method; m != "" && m != ManyBinary && m != ManyKnockout {
 		return fmt.Errorf("%w: Knockout.Method %q: want %q or %q", ErrOptions, m, ManyBinary, ManyKnockout)
@@ -262,6 +272,15 @@ func (o Options) Scoring(k int) string {
 // manyBinary reports whether rows of more than 16 options are decided under the binary
 // contract (KnockoutOptions.Method).
 func (o Options) manyBinary() bool { return o.Knockout.Method != ManyKnockout }
+
+// ScoreReading is how a score question's rubric is read (Options.ScoreReading).
+type ScoreReading string
+
+// The score readings.
+const (
+	ReadBothOrders ScoreReading = "both-orders" // listed and reversed, combined (the default)
+	ReadListed     ScoreReading = "listed"      // listed once, as a row
+)
 
 // validate and checkOptions are Row.Validate and Options.check, as variables so that a test
 // can count how often a decision validates its row and Open its options (once each).

@@ -45,6 +45,12 @@ func scoringOf(res *Result) string {
 	if res.Knockout != nil {
 		return calibrate.KnockoutScoring(res.Knockout.Scoring)
 	}
+	if db := res.Debias; db != nil && db.Reading == ReadBothOrders {
+		if db.Method == debias.PriDe {
+			return calibrate.ScoringPriDe + "+" + calibrate.ScoringReverse
+		}
+		return calibrate.ScoringReverse
+	}
 	method, shifts, sample := debias.None, 0, false
 	if res.Debias != nil {
 		method, sample = res.Debias.Method, res.Debias.PriorSample

@@ -248,7 +248,16 @@ func (c *AskCall) prepare(ctx context.Context, state any, rows []contract.Row, n
 			c.nouls[i] = &noulCall{j: j, seq: seqs[i]}
 		} else {
 			var r *request
-			r, err = d.prepareSeq(ctx, seqs[i], rows[i], d.opts.Debias, d.opts.Permute)
+			method, reverse := d.opts.Debias, false
+			if d.readsBothOrders(c.questions[n]) {
+				// The reverse read is the score's bias control; PriDe's prior (fitted on choice
+				// rows) only where it is asked for.
+				reverse = true
+				if method == debias.Default {
+					method = debias.None
+				}
+			}
+			r, err = d.prepareSeq(ctx, seqs[i], rows[i], method, d.opts.Permute, reverse)
 			c.rows[i] = &Call{d: d, r: r}
 		}
 		if err != nil {
@@ -355,6 +364,9 @@ func (d *Decider) Prompts(q Question) int {
 	case *Choice:
 		return d.Prompts(*q)
 	case Score:
+		if d.readsBothOrders(q) {
+			return 1 + d.rowPrompts(len(q.Levels), d.opts.Detect)
+		}
 		return d.rowPrompts(len(q.Levels), d.opts.Detect)
 	case *Score:
 		return d.Prompts(*q)
@@ -428,6 +440,22 @@ func (d *Decider) UserMessages(state any, q Question) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// readsBothOrders reports whether the Decider reads q's rubric listed and reversed: a Score of
+// 2 to 16 levels, under a lettered contract, ScoreReading not ReadListed, no cyclic shifts.
+func (d *Decider) readsBothOrders(q Question) bool {
+	var k int
+	switch q := q.(type) {
+	case Score:
+		k = len(q.Levels)
+	case *Score:
+		k = len(q.Levels)
+	default:
+		return false
+	}
+	return d.opts.ScoreReading != ReadListed && k > 1 && k <= contract.MaxOptions && d.opts.Contract.lettered() &&
+		d.opts.Debias != debias.Cyclic && d.opts.Permute <= 1
 }
 
 // rowPrompts is Prompts for a row of k options.

@@ -153,7 +153,8 @@ func TestPromptsIsWhatAnAskDecodes(t *testing.T) {
 		want int
 	}{
 		{"a choice", gojev.Options{}, gojev.Choice{Criteria: criteria(3)}, 1},
-		{"a score", gojev.Options{}, &gojev.Score{Levels: []any{"low", "high"}}, 1},
+		{"a score: its rubric listed and reversed", gojev.Options{}, &gojev.Score{Levels: []any{"low", "high"}}, 2},
+		{"a score read once", gojev.Options{ScoreReading: gojev.ReadListed}, &gojev.Score{Levels: []any{"low", "high"}}, 1},
 		{"a knockout of 20: two groups and a final pass", gojev.Options{Knockout: gojev.KnockoutOptions{Method: gojev.ManyKnockout}}, gojev.Choice{Criteria: criteria(20)}, 3},
 		{"a knockout of 40: three groups and a final pass", gojev.Options{Knockout: gojev.KnockoutOptions{Method: gojev.ManyKnockout}}, gojev.Choice{Criteria: criteria(40)}, 4},
 		{"cyclic: every shift", gojev.Options{Debias: debias.Cyclic}, gojev.Choice{Criteria: criteria(5)}, 5},
@@ -259,4 +260,56 @@ func TestUserMessagesAreThePromptsOwn(t *testing.T) {
 	assert.Contains(t, msgs[0], "Is it about billing?")
 	_, err = d.UserMessages(state, gojev.Choice{})
 	assert.ErrorIs(t, err, gojev.ErrQuestion)
+}
+
+// A score's rubric is read listed and reversed, and the two reads combined per level (the
+// geometric mean of their distributions): a letter's preference that moves to the mirror
+// position in the reverse read cancels, to the digit on a scripted runtime. ReadListed reads it
+// once, as before.
+func TestScoreIsReadInBothOrders(t *testing.T) {
+	ctx := context.Background()
+	rt := &backendtest.Scripted{Scores: map[string]float64{"low": 0, "mid": math.Log(2), "high": math.Log(5)}, Bias: map[byte]float64{'A': 2}}
+	q := map[string]gojev.Question{"s": gojev.Score{Levels: []any{"low", "mid", "high"}}}
+	d, err := gojev.New(ctx, rt, gojev.Options{})
+	require.NoError(t, err)
+	defer d.Close()
+	assert.Equal(t, 2, d.Prompts(q["s"]))
+	a, err := d.Ask(ctx, "s", q)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), d.Stats().Decodes, "two reads")
+	s := a["s"]
+	// Level i's score is its own plus the mean of the letter bias it met in the two reads: low
+	// met A (+2) then C, high C then A: +1 each; mid met B both times.
+	want := debias.Softmax([]float64{1, math.Log(2), math.Log(5) + 1})
+	for i, p := range want {
+		assert.InDelta(t, p, s.Probabilities[strconv.Itoa(i)], 1e-12, "level %d", i)
+	}
+	assert.InDelta(t, want[1]+2*want[2], s.Score, 1e-12)
+	db := s.Result.Debias
+	require.NotNil(t, db)
+	assert.Equal(t, gojev.ReadBothOrders, db.Reading)
+	assert.Equal(t, debias.None, db.Method, "the reverse read is the bias control: no prior")
+	require.Len(t, db.Permutations, 1)
+	assert.True(t, db.Permutations[0].Reversed)
+	assert.Equal(t, []float64{2, math.Log(2), math.Log(5)}, scriptedLogits(s.Result), "the listed read's raw fields stay")
+
+	listed, err := gojev.New(ctx, rt, gojev.Options{ScoreReading: gojev.ReadListed, Debias: debias.None})
+	require.NoError(t, err)
+	defer listed.Close()
+	a, err = listed.Ask(ctx, "s", q)
+	require.NoError(t, err)
+	once := debias.Softmax([]float64{2, math.Log(2), math.Log(5)})
+	assert.InDelta(t, once[0], a["s"].Probabilities["0"], 1e-12, "one read: the letter bias stays")
+	assert.Equal(t, 1, listed.Prompts(q["s"]))
+	_, err = gojev.New(ctx, rt, gojev.Options{ScoreReading: "sideways"})
+	assert.ErrorIs(t, err, gojev.ErrOptions)
+}
+
+// scriptedLogits are a direct result's raw logits by position.
+func scriptedLogits(r *gojev.Result) []float64 {
+	var out []float64
+	for _, o := range r.Options {
+		out = append(out, *o.Logit)
+	}
+	return out
 }

@@ -112,12 +112,19 @@ type Debiased struct {
 	// ContentFree is contextual calibration's mean p_yes per candidate over the content-free
 	// evidence (debias.ContentFreeEvidence), in row order.
 	ContentFree []float64 `json:"content_free_p_yes,omitempty"`
+	// Reading is how a score's rubric was read: ReadBothOrders (its levels listed and
+	// reversed, Permutations holding the reversed read; Method the bias control each read got
+	// first); "" for any other row.
+	Reading ScoreReading `json:"reading,omitempty"`
 }
 
 // Permutation is one cyclically shifted prompt of a row: position i (letter Letters[i]) showed
-// the row's option (i+Shift) mod k.
+// the row's option (i+Shift) mod k; or, Reversed, its options in reverse order.
 type Permutation struct {
-	Shift         int    `json:"shift"`
+	Shift int `json:"shift"`
+	// Reversed: the prompt listed the options in reverse order (position i showed option
+	// k−1−i; Shift 0), a score's rubric read highest first (Debiased.Reading).
+	Reversed      bool   `json:"reversed,omitempty"`
 	PromptSHA256  string `json:"prompt_sha256"`
 	NPromptTokens int    `json:"n_prompt_tokens"`
 	// Logprobs are the log-probabilities over the listed options by position (letter), as

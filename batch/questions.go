@@ -178,6 +178,10 @@ func scoreLevel(label any, n int) (int, error) {
 func answersRecord(row typedRow, lineNo int, model string, answers map[string]*gojev.Answer) AnswersRecord {
 	resp := systemone.ResponseOf(model, row.questions, answers)
 	for i, q := range row.questions {
+		if a := answers[q.Name]; a != nil && a.Result != nil && a.Result.YesNo != nil {
+			resp.Answers[i].YesNo = a.Result.YesNo // the raw readout, for fitting offline
+		}
+		resp.Answers[i].QuestionSHA256, _ = systemone.QuestionSHA256(q.Question)
 		label, ok := row.labels[q.Name]
 		if !ok {
 			continue

@@ -71,7 +71,11 @@ func TestTypedRows(t *testing.T) {
 	assert.Equal(t, "noul-v1", billing.PromptVersion)
 	assert.Nil(t, a.Answers[3].Correct, "no label, no verdict")
 	assert.Greater(t, a.Usage.InputTokens, 0)
-	assert.Equal(t, 4, a.Usage.OutputTokens)
+	assert.Equal(t, 5, a.Usage.OutputTokens, "one answer token a prompt: the score's rubric read in both orders")
+	assert.Len(t, team.QuestionSHA256, 64, "each answer keyed to its question, for jev calibrate")
+	assert.NotEqual(t, team.QuestionSHA256, billing.QuestionSHA256)
+	require.NotNil(t, billing.YesNo, "a noul's raw readout kept")
+	assert.InDelta(t, billing.YesNo.PYes, billing.Noul, 1e-12, "uncalibrated: the readout's own p_yes")
 	for i, want := range []string{`label "b"`, `label 3`, `missing "state"`} {
 		require.NotNil(t, entries[2+i].Error, "line %d", 3+i)
 		assert.Contains(t, entries[2+i].Error.Error, want, "line %d", 3+i)

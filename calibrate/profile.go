@@ -30,6 +30,7 @@ const (
 	ScoringBinary     = "binary"     // binary-candidates-v1, each candidate's p_yes
 	ScoringContextual = "contextual" // binary, p_yes after contextual calibration
 	ScoringNoul       = "noul"       // noul-v1, a yes/no question's p_yes (a binary map)
+	ScoringReverse    = "reverse"    // direct, a score's rubric read listed and reversed, combined ("pride+reverse": each read debiased first)
 )
 
 // ScoringOf names the scoring of one decision: its contract, its bias-control method, how many

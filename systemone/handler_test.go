@@ -99,7 +99,7 @@ func TestAnswersAreExact(t *testing.T) {
 	assert.ElementsMatch(t, []string{"type", "score", "confidence", "legend", "probabilities", "prompt_version", "prompt_sha256"}, keys(urgency))
 
 	usage := body["usage"].(map[string]any)
-	assert.Equal(t, 2.0, usage["output_tokens"], "one answer token a prompt")
+	assert.Equal(t, 3.0, usage["output_tokens"], "one answer token a prompt: the choice's, and the score's rubric read listed and reversed")
 	assert.Greater(t, usage["input_tokens"], 100.0)
 	assert.Equal(t, "scripted.gguf", body["model"])
 }

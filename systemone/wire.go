@@ -1,6 +1,8 @@
 package systemone
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/pyjson"
 )
 
@@ -52,6 +55,30 @@ type Answer struct {
 	// the label as the row gave it and whether the answer matches it; nil without a label.
 	Label   any
 	Correct *bool
+	// YesNo is a noul answer's raw readout (batch records, not the API): every single-token
+	// spelling of yes and no with its log-probability, and the pooled p_yes before any
+	// calibration, for fitting and measuring offline.
+	YesNo *contract.BinaryScore
+	// QuestionSHA256 is the question's key (QuestionSHA256; batch records, not the API): jev
+	// calibrate fits a profile per question from it.
+	QuestionSHA256 string
+}
+
+// QuestionSHA256 is a question's key: the sha256 of its type, instructions and criteria (or
+// levels) as the API writes them (Python's json.dumps bytes, pyjson), its name and any label
+// left out. A profile fitted on a question's labelled answers (jev calibrate on typed rows)
+// calibrates the answers to every later request that asks the same question.
+func QuestionSHA256(q gojev.Question) (string, error) {
+	o, err := questionJSON(q)
+	if err != nil {
+		return "", err
+	}
+	b, err := pyjson.Marshal(o)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // Usage counts a request's tokens: InputTokens the prompt tokens its questions were decided
@@ -221,29 +248,37 @@ func (a Answer) MarshalJSON() ([]byte, error) {
 	if a.Correct != nil {
 		o = append(o, pyjson.Member{Key: "correct", Value: *a.Correct})
 	}
+	if a.YesNo != nil {
+		o = append(o, pyjson.Member{Key: "yes_no", Value: a.YesNo})
+	}
+	if a.QuestionSHA256 != "" {
+		o = append(o, pyjson.Member{Key: "question_sha256", Value: a.QuestionSHA256})
+	}
 	return json.Marshal(o)
 }
 
 // UnmarshalJSON reads an answer of any type; fields of other types are left zero.
 func (a *Answer) UnmarshalJSON(b []byte) error {
 	var w struct {
-		Type          string          `json:"type"`
-		Choice        string          `json:"choice"`
-		Score         float64         `json:"score"`
-		Noul          float64         `json:"noul"`
-		Confidence    float64         `json:"confidence"`
-		Legend        json.RawMessage `json:"legend"`
-		Probabilities json.RawMessage `json:"probabilities"`
-		PromptVersion string          `json:"prompt_version"`
-		PromptSHA256  string          `json:"prompt_sha256"`
-		Label         json.RawMessage `json:"label"`
-		Correct       *bool           `json:"correct"`
+		Type          string                `json:"type"`
+		Choice        string                `json:"choice"`
+		Score         float64               `json:"score"`
+		Noul          float64               `json:"noul"`
+		Confidence    float64               `json:"confidence"`
+		Legend        json.RawMessage       `json:"legend"`
+		Probabilities json.RawMessage       `json:"probabilities"`
+		PromptVersion string                `json:"prompt_version"`
+		PromptSHA256  string                `json:"prompt_sha256"`
+		Label         json.RawMessage       `json:"label"`
+		Correct       *bool                 `json:"correct"`
+		YesNo         *contract.BinaryScore `json:"yes_no"`
+		Question      string                `json:"question_sha256"`
 	}
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
 	*a = Answer{Type: w.Type, Choice: w.Choice, Score: w.Score, Noul: w.Noul, Confidence: w.Confidence,
-		PromptVersion: w.PromptVersion, PromptSHA256: w.PromptSHA256, Correct: w.Correct}
+		PromptVersion: w.PromptVersion, PromptSHA256: w.PromptSHA256, Correct: w.Correct, YesNo: w.YesNo, QuestionSHA256: w.Question}
 	if len(w.Label) > 0 && string(w.Label) != "null" {
 		var err error
 		if a.Label, err = pyjson.Decode(w.Label); err != nil {

@@ -27,6 +27,7 @@ type biasFlags struct {
 	sampleFrac  float64
 	sampleMinRn int
 	priorOnly   bool
+	reading     string // --score-reading
 
 	estimating time.Time                // when PriDe's estimation started (its progress lines)
 	bar        *progressbar.ProgressBar // the estimation's progress bar on a terminal
@@ -40,6 +41,21 @@ func (b *biasFlags) register(fs *cli.FlagSet) {
 	cli.Bool(fs, &b.priorOnly, "prior-only", "with --debias pride --prior FILE: estimate the prior from the input's sample, save it to FILE and stop, deciding nothing (the first step of a sharded run: every --shard then reads FILE); when FILE exists, only check it")
 	cli.Float(fs, &b.sampleFrac, "pride-sample", debias.DefaultSampleFraction, fmt.Sprintf("the `fraction` of rows (per option count; at least %d) PriDe estimates its prior from", debias.DefaultMinSampleRows))
 	b.sampleMinRn = debias.DefaultMinSampleRows
+	scoreReadingFlag(fs, &b.reading)
+}
+
+// scoreReadingFlag registers --score-reading, shared by jev decide and jev serve.
+func scoreReadingFlag(fs *cli.FlagSet, v *string) {
+	cli.String(fs, v, "score-reading", string(gojev.ReadBothOrders), fmt.Sprintf("how a score question's rubric is read: %s (its levels listed and reversed, the two reads' log-probabilities averaged: two prompts sharing their prefix, and the position bias that is not symmetric cancels) or %s (once, as listed, under --debias as a choice)", gojev.ReadBothOrders, gojev.ReadListed))
+}
+
+// scoreReading checks --score-reading's value.
+func scoreReading(v string) (gojev.ScoreReading, error) {
+	switch r := gojev.ScoreReading(v); r {
+	case gojev.ReadBothOrders, gojev.ReadListed:
+		return r, nil
+	}
+	return "", cli.Usage(fmt.Errorf("--score-reading %q: want %s or %s", v, gojev.ReadBothOrders, gojev.ReadListed))
 }
 
 // method resolves the flags for a contract.

@@ -189,6 +189,7 @@ func TestBiasFlagsAreChecked(t *testing.T) {
 		{[]string{"--many", "all"}, "want binary or knockout"},
 		{[]string{"--debias", "pride", "--pride-sample", "0"}, "fraction in (0, 1]"},
 		{[]string{"--format", "html"}, "want text or jsonl"},
+		{[]string{"--score-reading", "reversed"}, "want both-orders or listed"},
 	} {
 		code, _, stderr := jev(t, "", append([]string{"decide", "-m", "x.gguf"}, tc.args...)...)
 		assert.Equal(t, 2, code, "%v", tc.args)

@@ -135,7 +135,11 @@ func runDecide(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err := bf.checkShard(method, part, out, resume); err != nil {
 		return err
 	}
-	opts := gojev.Options{Contract: c, Debias: method, Permute: bf.permuteN}
+	reading, err := scoreReading(bf.reading)
+	if err != nil {
+		return err
+	}
+	opts := gojev.Options{Contract: c, Debias: method, Permute: bf.permuteN, ScoreReading: reading}
 	if err := df.apply(&opts); err != nil {
 		return err
 	}

@@ -67,7 +67,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mf := modelFlags{serving: true}
 	mf.register(fs)
 	mf.registerDecoding(fs)
-	var host, debiasName, priorFile, origins, aliases, tlsCert, tlsKey string
+	var host, debiasName, priorFile, origins, aliases, tlsCert, tlsKey, reading string
 	var port, maxInFlight, maxQuestions int
 	var maxBody int64
 	var timeout, shutdown time.Duration
@@ -80,6 +80,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cli.String(fs, &aliases, "model-alias", "", "more model `names` requests may ask for, comma-separated (jev-latest and any jev-<version> are always answered; answers name the model file)")
 	cli.String(fs, &debiasName, "debias", "", "bias `method` for choice and score questions: pride, with --prior FILE (estimated beforehand by jev decide --debias pride --prior FILE --prior-only on rows like the questions)")
 	cli.String(fs, &priorFile, "prior", "", "PriDe's prior `file` for --debias pride")
+	scoreReadingFlag(fs, &reading)
 	cli.Int64(fs, &maxBody, "max-body", systemone.DefaultMaxBodyBytes, "largest request body in `bytes`, after decompressing (larger: 413)")
 	cli.Int(fs, &maxQuestions, "max-questions", systemone.DefaultMaxQuestions, "most `questions` in one request (more: 422); at most --max-in-flight")
 	cli.Int(fs, &maxInFlight, "max-in-flight", systemone.DefaultMaxInFlight, "most `prompts` admitted at once over every request (a question is one prompt, or more: a choice of more than 16 criteria, --permute); past it 429 with Retry-After, and a request needing more alone is a 422")
@@ -112,7 +113,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return cli.Usage(fmt.Errorf("--tls-cert/--tls-key: %w", err))
 		}
 	}
-	opts := gojev.Options{}
+	r, err := scoreReading(reading)
+	if err != nil {
+		return err
+	}
+	opts := gojev.Options{ScoreReading: r}
 	switch debiasName {
 	case "":
 		if priorFile != "" {
