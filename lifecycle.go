@@ -21,6 +21,9 @@ type request struct {
 	// reversed: jobs[1] is the row with its options in reverse order (a score's rubric read
 	// both ways: combineReversed).
 	reversed bool
+	// question: an Ask answer's own calibration, a scoring of Options.QuestionCalibration
+	// (finishAs); "" for a row.
+	question string
 	// Contextual: content-free jobs (one per evidence in debias.ContentFreeEvidence) for the
 	// candidates whose content-free p_yes is not cached yet (cfOpts), in that order.
 	cf     []*job
@@ -227,7 +230,7 @@ func (d *Decider) end(ctx context.Context, r *request) (*Result, error) {
 	if err := d.suspect(ctx, r, out); err != nil {
 		return nil, err
 	}
-	return d.finish(out), nil
+	return d.finishAs(out, r.question), nil
 }
 
 // combine waits for a request's jobs and combines their results under its bias control.

@@ -10,8 +10,9 @@ import (
 
 // noulCall is a noul question in flight: its one job and the request number it is served by.
 type noulCall struct {
-	j   *job
-	seq uint64
+	j        *job
+	seq      uint64
+	question string // its own calibration's scoring (finishAs), or ""
 }
 
 // noulTexts are a noul question's instructions, true and false as the prompt writes them.
@@ -74,5 +75,5 @@ func (d *Decider) endNoul(ctx context.Context, c *noulCall) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.finish(res), nil
+	return d.finishAs(res, c.question), nil
 }

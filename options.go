@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/calibrate"
@@ -111,6 +112,14 @@ type Options struct {
 	// of another prompt version or without the Decider's scoring (calibrate.ErrMismatch); the
 	// model is the caller's to check (Profile.Check with the model's sha256), as for a Prior.
 	Calibration *calibrate.Profile
+	// QuestionCalibration calibrates the answers to particular questions (Ask): a profile whose
+	// scorings are each one question's (calibrate.QuestionScoring of its QuestionSHA256; jev
+	// calibrate fits them from typed rows' records, calibrate.LoadQuestions reads a folder of
+	// them). An answer to a question it holds is calibrated by that question's map, before
+	// and instead of Calibration (or the shipped profile); every other answer and row is
+	// finished as without it. Refused (ErrOptions, calibrate.ErrMismatch): a profile with other
+	// scorings, or of another prompt version.
+	QuestionCalibration *calibrate.Profile
 	// AbstainBelow marks every Result whose Probability (calibrated, with a Calibration) is
 	// below it as Abstained, keeping its choice; 0 abstains on nothing. Profile.Threshold
 	// gives the threshold that keeps the error rate of the rows answered (not abstained) within a budget.
@@ -180,6 +189,14 @@ func (o Options) check() error {
 	if p := o.Calibration; p != nil {
 		if err := o.CheckProfile(p); err != nil {
 			return fmt.Errorf("%w: %w", ErrOptions, err)
+		}
+	}
+	if p := o.QuestionCalibration; p != nil {
+		switch {
+		case !p.Questions():
+			return fmt.Errorf("%w: QuestionCalibration holds %s: %w: only question:<sha256> scorings (calibrate.QuestionScoring)", ErrOptions, strings.Join(p.Names(), ", "), calibrate.ErrMismatch)
+		case p.PromptVersion != o.Contract.String():
+			return fmt.Errorf("%w: QuestionCalibration was fitted on %s answers, and this Decider decides under %s: %w", ErrOptions, p.PromptVersion, o.Contract, calibrate.ErrMismatch)
 		}
 	}
 	return nil

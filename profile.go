@@ -2,6 +2,7 @@ package gojev
 
 import (
 	"math"
+	"slices"
 
 	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/debias"
@@ -83,33 +84,62 @@ func (res *Result) ApplyProfile(p *calibrate.Profile, abstainBelow float64) {
 	if p != nil && res.Calibration == nil {
 		scoring := scoringOf(res)
 		if sc, err := p.For(scoring); err == nil {
-			scores := scoresOf(res)
-			if !sc.Fitted.Covers(len(scores)) {
-				res.Abstained = (abstainBelow > 0 && res.Probability < abstainBelow) || (res.Suspect != nil && res.Suspect.Abstain)
-				return
-			}
-			m, k := sc.Fitted.For(len(scores))
-			probs := m.Apply(scores)
-			res.Calibration = &Calibration{Scoring: scoring, Method: m.Method, K: k, Params: m, ProfileSHA256: p.SHA256,
-				UncalibratedProbability: res.Probability, Probabilities: probs}
-			switch {
-			case res.YesNo != nil: // probs[0] is P(yes); the answer "true" or "false" stays
-				res.Probability = probs[0]
-				if res.Chosen == "false" {
-					res.Probability = 1 - probs[0]
-				}
-			default:
-				chosen := 0
-				for i := range probs {
-					if res.idAt(i) == res.Chosen {
-						chosen = i
-					}
-				}
-				res.Probability = probs[chosen]
-			}
+			res.applyScoring(p, scoring, sc)
 		}
 	}
 	res.Abstained = (abstainBelow > 0 && res.Probability < abstainBelow) || (res.Suspect != nil && res.Suspect.Abstain)
+}
+
+// applyScoring calibrates the result by the profile's scoring sc, named scoring, when its maps
+// cover the result's option count: Probability becomes the calibrated probability of the
+// choice, Calibration records the map.
+func (res *Result) applyScoring(p *calibrate.Profile, scoring string, sc *calibrate.Scoring) {
+	scores := scoresOf(res)
+	if !sc.Fitted.Covers(len(scores)) {
+		return
+	}
+	m, k := sc.Fitted.For(len(scores))
+	probs := m.Apply(scores)
+	res.Calibration = &Calibration{Scoring: scoring, Method: m.Method, K: k, Params: m, ProfileSHA256: p.SHA256,
+		UncalibratedProbability: res.Probability, Probabilities: probs}
+	switch {
+	case res.YesNo != nil: // probs[0] is P(yes); the answer "true" or "false" stays
+		res.Probability = probs[0]
+		if res.Chosen == "false" {
+			res.Probability = 1 - probs[0]
+		}
+	default:
+		chosen := 0
+		for i := range probs {
+			if res.idAt(i) == res.Chosen {
+				chosen = i
+			}
+		}
+		res.Probability = probs[chosen]
+	}
+}
+
+// CalibrationScoring names the scoring of the result's scores (Options.Scoring; "noul" for a
+// noul answer, "reverse" for a score read in both orders): the profile entry that calibrates
+// it, and what jev calibrate fits on its labelled records.
+func (res *Result) CalibrationScoring() string { return scoringOf(res) }
+
+// CalibrationScores are the scores a calibration map reads from the result, in row order: the
+// debiased log-probabilities under bias control, else the raw ones; a knockout's log
+// distribution; binary, p_yes values (a noul answer's one). Batch records of typed rows keep
+// them ("scores") so that jev calibrate fits a question's map without decoding again.
+func (res *Result) CalibrationScores() []float64 { return slices.Clone(scoresOf(res)) }
+
+// finishAs is finish for the answer to a question whose own calibration (a scoring of
+// Options.QuestionCalibration, calibrate.QuestionScoring) is named question ("" for none): that
+// map first, else the Decider's profile.
+func (d *Decider) finishAs(res *Result, question string) *Result {
+	if p := d.opts.QuestionCalibration; res != nil && p != nil && question != "" {
+		if sc, ok := p.Scorings[question]; ok {
+			res.applyScoring(p, question, sc)
+		}
+	}
+	return d.finish(res)
 }
 
 // idAt is the id of option i in row order.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/knockout"
@@ -260,6 +261,15 @@ func (c *AskCall) prepare(ctx context.Context, state any, rows []contract.Row, n
 			r, err = d.prepareSeq(ctx, seqs[i], rows[i], method, d.opts.Permute, reverse)
 			c.rows[i] = &Call{d: d, r: r}
 		}
+		if err == nil {
+			if q := d.questionScoring(c.questions[n]); q != "" {
+				if r := c.rows[i]; r != nil {
+					r.r.question = q
+				} else {
+					c.nouls[i].question = q
+				}
+			}
+		}
 		if err != nil {
 			return &QuestionError{Name: n, Err: err}
 		}
@@ -440,6 +450,24 @@ func (d *Decider) UserMessages(state any, q Question) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// questionScoring is the scoring of Options.QuestionCalibration that calibrates q's answers,
+// or "" when it holds none for q.
+func (d *Decider) questionScoring(q Question) string {
+	p := d.opts.QuestionCalibration
+	if p == nil {
+		return ""
+	}
+	key, err := QuestionSHA256(q)
+	if err != nil {
+		return ""
+	}
+	name := calibrate.QuestionScoring(key)
+	if _, ok := p.Scorings[name]; !ok {
+		return ""
+	}
+	return name
 }
 
 // readsBothOrders reports whether the Decider reads q's rubric listed and reversed: a Score of

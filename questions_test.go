@@ -313,3 +313,59 @@ func scriptedLogits(r *gojev.Result) []float64 {
 	}
 	return out
 }
+
+// An answer to a question that Options.QuestionCalibration holds is calibrated by that
+// question's own map (its scoring named by QuestionSHA256), before the shipped profile; an
+// answer to any other question is finished as without it. The key is the question's type,
+// instructions and criteria: the state and the name are not part of it.
+func TestQuestionsAreCalibratedByTheirOwnMaps(t *testing.T) {
+	ctx := context.Background()
+	billing := gojev.Noul{Instructions: "Is this message about billing?"}
+	shipping := gojev.Noul{Instructions: "Is this message about shipping?"}
+	team := gojev.Choice{Instructions: "Which team?", Criteria: []gojev.Criterion{{Name: "billing", Description: "Charges."}, {Name: "shipping", Description: "Parcels."}}}
+	kb, err := gojev.QuestionSHA256(billing)
+	require.NoError(t, err)
+	kt, err := gojev.QuestionSHA256(team)
+	require.NoError(t, err)
+	ks, err := gojev.QuestionSHA256(&shipping)
+	require.NoError(t, err)
+	assert.Len(t, kb, 64)
+	assert.NotEqual(t, kb, ks, "other instructions, another key")
+	named := gojev.Noul{Instructions: "Is this message about billing?", True: "It mentions a charge."}
+	kn, err := gojev.QuestionSHA256(named)
+	require.NoError(t, err)
+	assert.NotEqual(t, kb, kn, "criteria are part of the key")
+
+	p := profileOf(calibrate.QuestionScoring(kb), calibrate.Map{Method: calibrate.Temperature, T: 3, Binary: true, Rows: 40})
+	p.Scorings[calibrate.QuestionScoring(kt)] = profileOf("x", calibrate.Map{Method: calibrate.Temperature, T: 0.5, Rows: 40}).Scorings["x"]
+	require.True(t, p.Questions())
+	d := openDefault(t, gojev.Options{QuestionCalibration: p})
+	qs := map[string]gojev.Question{"b": billing, "s": shipping, "t": team}
+	a, err := d.Ask(ctx, map[string]any{"message": "Where is my parcel? I was charged for it."}, qs)
+	require.NoError(t, err)
+
+	b := a["b"].Result
+	require.NotNil(t, b.Calibration)
+	assert.Equal(t, calibrate.QuestionScoring(kb), b.Calibration.Scoring)
+	pyes := b.YesNo.PYes
+	assert.InDelta(t, 1/(1+math.Exp(-math.Log(pyes/(1-pyes))/3)), a["b"].Noul, 1e-12, "P(yes) through the question's temperature")
+	assert.False(t, b.Uncalibrated)
+
+	s := a["s"].Result
+	assert.Nil(t, s.Calibration, "a question the profile does not hold")
+	assert.True(t, s.Uncalibrated, "no calibration covers it under the defaults: it says so")
+
+	tr := a["t"].Result
+	require.NotNil(t, tr.Calibration)
+	assert.Equal(t, calibrate.QuestionScoring(kt), tr.Calibration.Scoring, "before the shipped 2-4 band")
+	assert.InDeltaSlice(t, p.Scorings[calibrate.QuestionScoring(kt)].Fitted.Apply(tr.CalibrationScores()), tr.Calibration.Probabilities, 1e-12)
+
+	// Refused: a profile of other scorings, or of another contract.
+	_, err = gojev.New(ctx, &backendtest.Scripted{}, gojev.Options{QuestionCalibration: profileOf(calibrate.ScoringPriDe, calibrate.Map{Method: calibrate.Temperature, T: 1, Rows: 40})})
+	assert.ErrorIs(t, err, gojev.ErrOptions)
+	assert.ErrorIs(t, err, calibrate.ErrMismatch)
+	other := profileOf(calibrate.QuestionScoring(kb), calibrate.Map{Method: calibrate.Temperature, T: 3, Binary: true, Rows: 40})
+	other.PromptVersion = contract.BinaryPromptVersion
+	_, err = gojev.New(ctx, &backendtest.Scripted{}, gojev.Options{QuestionCalibration: other})
+	assert.ErrorIs(t, err, calibrate.ErrMismatch)
+}

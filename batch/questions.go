@@ -178,10 +178,12 @@ func scoreLevel(label any, n int) (int, error) {
 func answersRecord(row typedRow, lineNo int, model string, answers map[string]*gojev.Answer) AnswersRecord {
 	resp := systemone.ResponseOf(model, row.questions, answers)
 	for i, q := range row.questions {
-		if a := answers[q.Name]; a != nil && a.Result != nil && a.Result.YesNo != nil {
-			resp.Answers[i].YesNo = a.Result.YesNo // the raw readout, for fitting offline
+		if a := answers[q.Name]; a != nil && a.Result != nil {
+			// The calibration input and a noul's raw readout, for fitting offline.
+			resp.Answers[i].Scoring, resp.Answers[i].Scores = a.Result.CalibrationScoring(), a.Result.CalibrationScores()
+			resp.Answers[i].YesNo = a.Result.YesNo
 		}
-		resp.Answers[i].QuestionSHA256, _ = systemone.QuestionSHA256(q.Question)
+		resp.Answers[i].QuestionSHA256, _ = gojev.QuestionSHA256(q.Question)
 		label, ok := row.labels[q.Name]
 		if !ok {
 			continue

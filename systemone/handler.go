@@ -515,7 +515,7 @@ func (h *Handler) work(req *Request) []part {
 		parts[i].prompts += n
 		m, err := d.UserMessages(req.State, q.Question)
 		if err != nil || len(m) == 0 { // refused when prepared; until then, its JSON's bytes
-			qj, _ := questionJSON(q.Question)
+			qj, _ := gojev.QuestionJSON(q.Question)
 			b, _ := json.Marshal(pyjson.Object{{Key: "state", Value: req.State}, {Key: "question", Value: qj}})
 			m = []string{string(b)}
 		}

@@ -1,8 +1,6 @@
 package systemone
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,26 +57,15 @@ type Answer struct {
 	// spelling of yes and no with its log-probability, and the pooled p_yes before any
 	// calibration, for fitting and measuring offline.
 	YesNo *contract.BinaryScore
-	// QuestionSHA256 is the question's key (QuestionSHA256; batch records, not the API): jev
-	// calibrate fits a profile per question from it.
+	// QuestionSHA256 is the question's key (gojev.QuestionSHA256; batch records, not the API):
+	// jev calibrate fits a calibration per question from it.
 	QuestionSHA256 string
-}
-
-// QuestionSHA256 is a question's key: the sha256 of its type, instructions and criteria (or
-// levels) as the API writes them (Python's json.dumps bytes, pyjson), its name and any label
-// left out. A profile fitted on a question's labelled answers (jev calibrate on typed rows)
-// calibrates the answers to every later request that asks the same question.
-func QuestionSHA256(q gojev.Question) (string, error) {
-	o, err := questionJSON(q)
-	if err != nil {
-		return "", err
-	}
-	b, err := pyjson.Marshal(o)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
+	// Scoring and Scores are the answer's calibration input (batch records, not the API): the
+	// scoring its scores belong to and the scores a calibration map reads
+	// (gojev.Result.CalibrationScoring, CalibrationScores), so that jev calibrate fits the
+	// question's own map from labelled records without decoding again.
+	Scoring string
+	Scores  []float64
 }
 
 // Usage counts a request's tokens: InputTokens the prompt tokens its questions were decided
@@ -190,40 +177,13 @@ func (v ValidationErrors) Error() string {
 func (r Request) MarshalJSON() ([]byte, error) {
 	qs := make(pyjson.Object, len(r.Questions))
 	for i, q := range r.Questions {
-		v, err := questionJSON(q.Question)
+		v, err := gojev.QuestionJSON(q.Question)
 		if err != nil {
 			return nil, fmt.Errorf("question %q: %w", q.Name, err)
 		}
 		qs[i] = pyjson.Member{Key: q.Name, Value: v}
 	}
 	return json.Marshal(pyjson.Object{{Key: "model", Value: r.Model}, {Key: "state", Value: r.State}, {Key: "questions", Value: qs}})
-}
-
-// questionJSON is a question as the API reads it.
-func questionJSON(q gojev.Question) (pyjson.Object, error) {
-	switch q := q.(type) {
-	case gojev.Choice:
-		crit := make(pyjson.Object, len(q.Criteria))
-		for i, c := range q.Criteria {
-			crit[i] = pyjson.Member{Key: c.Name, Value: c.Description}
-		}
-		return pyjson.Object{{Key: "type", Value: "choice"}, {Key: "instructions", Value: q.Instructions}, {Key: "criteria", Value: crit}}, nil
-	case gojev.Score:
-		return pyjson.Object{{Key: "type", Value: "score"}, {Key: "instructions", Value: q.Instructions}, {Key: "criteria", Value: q.Levels}}, nil
-	case gojev.Noul:
-		o := pyjson.Object{{Key: "type", Value: "noul"}, {Key: "instructions", Value: q.Instructions}}
-		if q.True != nil || q.False != nil {
-			o = append(o, pyjson.Member{Key: "criteria", Value: pyjson.Object{{Key: "true", Value: q.True}, {Key: "false", Value: q.False}}})
-		}
-		return o, nil
-	case *gojev.Choice:
-		return questionJSON(*q)
-	case *gojev.Score:
-		return questionJSON(*q)
-	case *gojev.Noul:
-		return questionJSON(*q)
-	}
-	return nil, fmt.Errorf("systemone: %T is not a choice, score or noul question", q)
 }
 
 // MarshalJSON writes the answer with its type's fields only: every number a JSON number.
@@ -254,6 +214,9 @@ func (a Answer) MarshalJSON() ([]byte, error) {
 	if a.QuestionSHA256 != "" {
 		o = append(o, pyjson.Member{Key: "question_sha256", Value: a.QuestionSHA256})
 	}
+	if a.Scoring != "" {
+		o = append(o, pyjson.Member{Key: "scoring", Value: a.Scoring}, pyjson.Member{Key: "scores", Value: a.Scores})
+	}
 	return json.Marshal(o)
 }
 
@@ -273,12 +236,15 @@ func (a *Answer) UnmarshalJSON(b []byte) error {
 		Correct       *bool                 `json:"correct"`
 		YesNo         *contract.BinaryScore `json:"yes_no"`
 		Question      string                `json:"question_sha256"`
+		Scoring       string                `json:"scoring"`
+		Scores        []float64             `json:"scores"`
 	}
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
 	*a = Answer{Type: w.Type, Choice: w.Choice, Score: w.Score, Noul: w.Noul, Confidence: w.Confidence,
-		PromptVersion: w.PromptVersion, PromptSHA256: w.PromptSHA256, Correct: w.Correct, YesNo: w.YesNo, QuestionSHA256: w.Question}
+		PromptVersion: w.PromptVersion, PromptSHA256: w.PromptSHA256, Correct: w.Correct, YesNo: w.YesNo, QuestionSHA256: w.Question,
+		Scoring: w.Scoring, Scores: w.Scores}
 	if len(w.Label) > 0 && string(w.Label) != "null" {
 		var err error
 		if a.Label, err = pyjson.Decode(w.Label); err != nil {

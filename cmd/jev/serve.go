@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gojev/gojev"
+	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/internal/cli"
 	"github.com/gojev/gojev/systemone"
@@ -67,7 +68,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mf := modelFlags{serving: true}
 	mf.register(fs)
 	mf.registerDecoding(fs)
-	var host, debiasName, priorFile, origins, aliases, tlsCert, tlsKey, reading string
+	var host, debiasName, priorFile, origins, aliases, tlsCert, tlsKey, reading, questionsPath string
 	var port, maxInFlight, maxQuestions int
 	var maxBody int64
 	var timeout, shutdown time.Duration
@@ -81,6 +82,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cli.String(fs, &debiasName, "debias", "", "bias `method` for choice and score questions: pride, with --prior FILE (estimated beforehand by jev decide --debias pride --prior FILE --prior-only on rows like the questions)")
 	cli.String(fs, &priorFile, "prior", "", "PriDe's prior `file` for --debias pride")
 	scoreReadingFlag(fs, &reading)
+	cli.String(fs, &questionsPath, "calibration", "", "a `path`: a profile of questions, or a folder of them (*.json), fitted by jev calibrate on typed rows' labelled records; an answer to a question one holds (the same type, instructions and criteria) is calibrated by its own map, any other as without it (the shipped band for 2-4 options, else \"uncalibrated\")")
 	cli.Int64(fs, &maxBody, "max-body", systemone.DefaultMaxBodyBytes, "largest request body in `bytes`, after decompressing (larger: 413)")
 	cli.Int(fs, &maxQuestions, "max-questions", systemone.DefaultMaxQuestions, "most `questions` in one request (more: 422); at most --max-in-flight")
 	cli.Int(fs, &maxInFlight, "max-in-flight", systemone.DefaultMaxInFlight, "most `prompts` admitted at once over every request (a question is one prompt, or more: a choice of more than 16 criteria, --permute); past it 429 with Retry-After, and a request needing more alone is a 422")
@@ -118,6 +120,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	opts := gojev.Options{ScoreReading: r}
+	if questionsPath != "" {
+		if opts.QuestionCalibration, err = calibrate.LoadQuestions(questionsPath); err != nil {
+			return cli.Usage(fmt.Errorf("--calibration: %w", err))
+		}
+	}
 	switch debiasName {
 	case "":
 		if priorFile != "" {
@@ -141,16 +148,25 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer d.Close()
-	if p := opts.Prior; p != nil {
-		if m := d.Check().Model; m != nil {
-			id, err := gojev.ModelIdentity(m.Path, m.Name)
-			if err != nil {
-				return err
-			}
+	// A prior and profiles are the model's own: one of another model file is refused.
+	if m := d.Check().Model; m != nil && (opts.Prior != nil || opts.QuestionCalibration != nil) {
+		id, err := gojev.ModelIdentity(m.Path, m.Name)
+		if err != nil {
+			return err
+		}
+		if p := opts.Prior; p != nil {
 			if err := p.Check(id, d.Check().PromptVersion); err != nil {
 				return cli.Usage(fmt.Errorf("--prior %s: %w", priorFile, err))
 			}
 		}
+		if p := opts.QuestionCalibration; p != nil {
+			if err := p.Check(id, d.Check().PromptVersion); err != nil {
+				return cli.Usage(fmt.Errorf("--calibration %s: %w", questionsPath, err))
+			}
+		}
+	}
+	if p := opts.QuestionCalibration; p != nil {
+		fmt.Fprintf(stderr, "jev serve: %d question(s) calibrated by their own maps (--calibration %s)\n", len(p.Scorings), questionsPath)
 	}
 	model := servedModel(d, mf)
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))

@@ -150,6 +150,8 @@ func TestServeRefusesBadSettings(t *testing.T) {
 		{[]string{"--timeout", "0"}, "must be positive"},
 		{[]string{"--tls-cert", "cert.pem"}, "go together"},
 		{[]string{"--tls-cert", "missing.pem", "--tls-key", "missing.key"}, "--tls-cert/--tls-key"},
+		{[]string{"--score-reading", "cyclic"}, "want both-orders or listed"},
+		{[]string{"--calibration", "missing-profiles"}, "--calibration: stat missing-profiles"},
 	} {
 		var stdout, stderr strings.Builder
 		code := run(context.Background(), append([]string{"serve"}, tc.args...), strings.NewReader(""), &stdout, &stderr)

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -9,8 +10,10 @@ import (
 
 	"github.com/gojev/gojev/batch"
 	"github.com/gojev/gojev/calibrate"
+	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
 	"github.com/gojev/gojev/internal/digest"
+	"github.com/gojev/gojev/systemone"
 )
 
 // FitCalibration is jev calibrate without its flags: it fits a profile on the labelled rows of
@@ -27,7 +30,8 @@ func FitCalibration(files, evalFiles []string, folds, limit int, maxErrors []flo
 	// scoring, where one ships (calibrate.ShippedTemperature), else toward 1.
 	toward := map[string]float64{}
 	for name := range fit.Samples {
-		if t, ok := calibrate.ShippedTemperature(fit.Model.SHA256, fit.PromptVersion, name); ok {
+		base := cmp.Or(fit.Base[name], name) // a question's: its answers' scoring
+		if t, ok := calibrate.ShippedTemperature(fit.Model.SHA256, fit.PromptVersion, base); ok {
 			toward[name] = t
 		}
 	}
@@ -77,6 +81,10 @@ type SampleSet struct {
 	Prior         *debias.Prior
 	Sources       []calibrate.Source
 	NoRunFile     []string // files read without a run file beside them (no model, no prior)
+	// Base is, for a question's scoring (calibrate.QuestionScoring), the scoring its answers'
+	// scores belong to ("pride", "reverse", "noul"): a few rows are shrunk toward its shipped
+	// temperature.
+	Base map[string]string
 }
 
 // CollectSamples reads results files into labelled samples by scoring (a --debias file gives
@@ -85,7 +93,7 @@ type SampleSet struct {
 // kept once. limit > 0 keeps the first limit samples of each scoring. The files must agree on
 // the model and the prompt version.
 func CollectSamples(files []string, limit int) (*SampleSet, error) {
-	set := &SampleSet{Samples: map[string][]calibrate.Sample{}}
+	set := &SampleSet{Samples: map[string][]calibrate.Sample{}, Base: map[string]string{}}
 	seen := map[string]bool{}
 	for _, path := range files {
 		runs, err := Load(path, "")
@@ -138,6 +146,35 @@ func CollectSamples(files []string, limit int) (*SampleSet, error) {
 				labelled++
 			}
 		}
+		for _, rec := range runs[0].Answers {
+			for _, a := range rec.Answers {
+				smp, ok := answerSample(a.Answer)
+				if !ok {
+					continue
+				}
+				if set.PromptVersion == "" {
+					// The Decider's contract (a noul's own prompt is noul-v1 under any).
+					set.PromptVersion = a.PromptVersion
+					if meta != nil && meta.PromptVersion != "" {
+						set.PromptVersion = meta.PromptVersion
+					} else if a.Type == "noul" {
+						set.PromptVersion = contract.PromptVersion
+					}
+				}
+				scoring := calibrate.QuestionScoring(a.QuestionSHA256)
+				key := scoring + "\x00" + input + "\x00" + string(rec.ID) + "#" + fmt.Sprint(rec.Line)
+				if seen[key] {
+					continue
+				}
+				seen[key] = true
+				if limit > 0 && len(set.Samples[scoring]) >= limit {
+					continue
+				}
+				set.Samples[scoring] = append(set.Samples[scoring], smp)
+				set.Base[scoring] = a.Scoring
+				labelled++
+			}
+		}
 		sum, err := digest.File(path)
 		if err != nil {
 			return nil, err
@@ -148,6 +185,35 @@ func CollectSamples(files []string, limit int) (*SampleSet, error) {
 		return nil, fmt.Errorf("no labelled decisions in %s: calibration needs rows with a \"label\"", strings.Join(files, ", "))
 	}
 	return set, nil
+}
+
+// answerSample is a labelled typed answer's sample for its question's scoring
+// (calibrate.QuestionScoring): its record's calibration input ("scores"), the label's place
+// among its criteria or levels (a noul's: 0 for true, 1 for false, a binary sample of p_yes).
+// ok is false for an answer without a label, a question key or scores (records written before
+// they held them).
+func answerSample(a systemone.Answer) (calibrate.Sample, bool) {
+	if a.Label == nil || a.QuestionSHA256 == "" || len(a.Scores) == 0 {
+		return calibrate.Sample{}, false
+	}
+	if a.Type == "noul" {
+		yes, ok := a.Label.(bool)
+		if !ok || len(a.Scores) != 1 {
+			return calibrate.Sample{}, false
+		}
+		s := calibrate.Sample{Scores: a.Scores, Label: 1, Binary: true}
+		if yes {
+			s.Label = 0
+		}
+		return s, true
+	}
+	want := fmt.Sprint(a.Label) // a choice's name, a score's level
+	for i, m := range a.Probabilities {
+		if m.Key == want && len(a.Scores) == len(a.Probabilities) {
+			return calibrate.Sample{Scores: a.Scores, Label: i}, true
+		}
+	}
+	return calibrate.Sample{}, false
 }
 
 // CalibrationReport is what jev calibrate prints (and --json writes).
