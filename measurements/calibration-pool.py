@@ -152,6 +152,7 @@ class Task:
         self.k = len(rows[0][0])
         prior = np.mean([softmax(p.mean(0)) for p, _ in sample], 0)
         lp = np.log(prior / prior.sum())
+        self.lp = lp
         self.raw = np.array([lsm(r) for r, _ in rows])
         self.X = np.array([lsm(r - lp) for r, _ in rows])  # PriDe's scores
         self.G = np.array([g for _, g in rows])
