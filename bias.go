@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gojev/gojev/backend"
@@ -117,12 +118,12 @@ func (d *Decider) combineShifts(r *request, results []*Result, method debias.Met
 
 // combineReversed combines a row read in its options' order (results[0]) and in reverse
 // (results[1]): each option's log-probability in the two reads, each first debiased with prior
-// when one is given (PriDe), averaged and renormalised: the geometric mean of the two
-// distributions. A letter's preference moves to the mirror position in the reverse read, so
-// the part of a position bias that is not symmetric about the middle cancels (a score's
-// rubric, read lowest first and highest first).
-func (d *Decider) combineReversed(r *request, results []*Result, method debias.Method, prior []float64) (*Result, error) {
-	k := len(r.row.Options)
+// when one is given (PriDe), averaged: the geometric mean of the two distributions. A letter's
+// preference moves to the mirror position in the reverse read, so the part of a position bias
+// that is not symmetric about the middle cancels (a score's rubric, read lowest first and
+// highest first). levels, the rubric's content-free reading (contentFreeLevels; nil: none), is
+// divided out of the mean, which takes the symmetric part too; then it is renormalised.
+func (d *Decider) combineReversed(r *request, results []*Result, method debias.Method, prior, levels []float64) (*Result, error) {
 	own, rev := positionLogprobs(results[0]), positionLogprobs(results[1])
 	db := &Debiased{Method: method, Prior: prior, Reading: ReadBothOrders,
 		Permutations: []Permutation{{Reversed: true, PromptSHA256: results[1].PromptSHA256, NPromptTokens: results[1].NPromptTokens, Logprobs: rev}}}
@@ -135,12 +136,18 @@ func (d *Decider) combineReversed(r *request, results []*Result, method debias.M
 			return nil, err
 		}
 	}
-	mean := make([]float64, k)
-	for i := range mean {
-		mean[i] = (own[i] + rev[k-1-i]) / 2 // position k-1-i of the reverse read showed option i
+	mean := bothOrders(own, rev)
+	if levels != nil {
+		for i := range mean {
+			mean[i] -= levels[i]
+		}
+		db.ContentFreeLevels = make([]float64, len(levels))
+		for i, v := range levels {
+			db.ContentFreeLevels[i] = math.Exp(v)
+		}
 	}
 	db.Scores = debias.LogSoftmax(mean)
-	db.Probabilities = make([]float64, k)
+	db.Probabilities = make([]float64, len(mean))
 	for i, v := range db.Scores {
 		db.Probabilities[i] = math.Exp(v)
 	}
@@ -148,6 +155,75 @@ func (d *Decider) combineReversed(r *request, results []*Result, method debias.M
 	out.Stats.PromptTokens += results[1].Stats.PromptTokens
 	out.Stats.DecodedTokens += results[1].Stats.DecodedTokens
 	return out, nil
+}
+
+// bothOrders is the mean of a listed read's log-probabilities by position (own) and a reversed
+// read's (rev: position k-1-i showed option i), by option.
+func bothOrders(own, rev []float64) []float64 {
+	k := len(own)
+	mean := make([]float64, k)
+	for i := range mean {
+		mean[i] = (own[i] + rev[k-1-i]) / 2
+	}
+	return mean
+}
+
+// contentFreeLevels is a score's rubric read without content: with each content-free evidence
+// (debias.ContentFreeEvidence: "N/A", "", "[MASK]") as the state, its levels read listed and
+// reversed and combined as combineReversed does, the three normalised log distributions
+// averaged. This is contextual calibration's estimate of the prompt's own pull toward each
+// level (Zhao et al., ICML 2021), here of a rubric's levels: dividing it out takes the part of
+// the position bias that reading both orders leaves (a pull toward the middle, or toward both
+// ends). It is read once per Decider and question (the request whose prompts carried it
+// caches it) and is the same for every state asked.
+func (d *Decider) contentFreeLevels(ctx context.Context, r *request) ([]float64, error) {
+	key := levelsKey(r.row)
+	if len(r.cf) > 0 {
+		n := len(debias.ContentFreeEvidence)
+		var levels []float64
+		for i := range n {
+			own, err := d.wait(ctx, r.cf[2*i])
+			if err == nil {
+				var rev *Result
+				if rev, err = d.wait(ctx, r.cf[2*i+1]); err == nil {
+					l := debias.LogSoftmax(bothOrders(positionLogprobs(own), positionLogprobs(rev)))
+					if levels == nil {
+						levels = make([]float64, len(l))
+					}
+					for j, v := range l {
+						levels[j] += v / float64(n)
+					}
+					continue
+				}
+			}
+			return nil, fmt.Errorf("content-free evidence %q: %w", debias.ContentFreeEvidence[i], err)
+		}
+		d.contentFree.Store(key, levels)
+		return levels, nil
+	}
+	v, ok := d.contentFree.Load(key)
+	if !ok {
+		return nil, nil
+	}
+	return v.([]float64), nil
+}
+
+// levelsKey is contentFreeLevels' cache key: the row's question and its options in order.
+func levelsKey(row contract.Row) string {
+	var b strings.Builder
+	b.WriteString("levels\x00")
+	b.WriteString(row.Question)
+	for _, o := range row.Options {
+		b.WriteString("\x00" + o.ID + "\x00" + o.Description)
+	}
+	return b.String()
+}
+
+// reversedRow is row with its options in reverse order.
+func reversedRow(row contract.Row) contract.Row {
+	row.Options = slices.Clone(row.Options)
+	slices.Reverse(row.Options)
+	return row
 }
 
 // applyPrior debiases one decode with the prior for its option count (debias.ApplyPrior).

@@ -285,7 +285,7 @@ func ExampleDecider_Ask_score() {
 	}
 	a := answers["urgency"]
 	fmt.Printf("score=%.2f p(today)=%.3f legend[2]=%q\n", a.Score, a.Probabilities["2"], a.Legend["2"])
-	// Output: score=1.10 p(today)=0.514 legend[2]="Needs attention today"
+	// Output: score=1.02 p(today)=0.314 legend[2]="Needs attention today"
 }
 
 // A noul question (System One's "noul"): a yes/no question, or a statement to judge, with no

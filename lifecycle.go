@@ -3,7 +3,6 @@ package gojev
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/gojev/gojev/contract"
@@ -150,10 +149,21 @@ func (d *Decider) prepareRow(ctx context.Context, seq uint64, row contract.Row, 
 	}
 	if reverse && r.shifts == nil && len(row.Options) > 1 && d.opts.Contract.lettered() && !d.binaryRow(len(row.Options)) {
 		r.reversed = true
-		p := row
-		p.Options = slices.Clone(row.Options)
-		slices.Reverse(p.Options)
-		rows = append(rows, p)
+		rows = append(rows, reversedRow(row))
+		if _, ok := d.contentFree.Load(levelsKey(row)); !ok {
+			// The rubric's content-free reading, once per Decider and question
+			// (contentFreeLevels): each content-free evidence as the state, listed and reversed.
+			for _, ev := range debias.ContentFreeEvidence {
+				cf := contract.Row{ID: row.ID, State: ev, Question: row.Question, Options: row.Options}
+				for _, rr := range []contract.Row{cf, reversedRow(cf)} {
+					j, err := d.newJob(ctx, rr)
+					if err != nil {
+						return nil, fmt.Errorf("content-free evidence %q: %w", ev, err)
+					}
+					r.cf = append(r.cf, j)
+				}
+			}
+		}
 	}
 	for _, rr := range rows {
 		j, err := d.newJob(ctx, rr)
@@ -255,7 +265,10 @@ func (d *Decider) combine(ctx context.Context, r *request) (*Result, error) {
 		if r.method == debias.PriDe {
 			prior, _ = d.prior.Load().For(len(r.row.Options))
 		}
-		out, err = d.combineReversed(r, results, r.method, prior)
+		var levels []float64
+		if levels, err = d.contentFreeLevels(ctx, r); err == nil {
+			out, err = d.combineReversed(r, results, r.method, prior, levels)
+		}
 	case r.method == debias.None:
 		out = res
 	case r.shifts != nil:

@@ -363,8 +363,10 @@ func (c *AskCall) Wait(ctx context.Context) (map[string]*Answer, error) {
 // Decider's contract and bias control (one; Options.Permute's shifts, or k under Cyclic; k
 // under the binary contract, with contextual calibration's content-free prompts, which a
 // Decider reads once per question and criterion; a knockout's group passes and its final
-// pass), and the injection detector's one. 0 for a question that is not a Choice, Score or
-// Noul. An upper bound, for admission control and metering (systemone.Handler).
+// pass), and the injection detector's one. A Score read in both orders (Options.ScoreReading)
+// is two rows' prompts, and the first time the Decider sees its rubric six more: its
+// content-free reads. 0 for a question that is not a Choice, Score or Noul. An upper bound, for
+// admission control and metering (systemone.Handler).
 func (d *Decider) Prompts(q Question) int {
 	switch q := q.(type) {
 	case Noul, *Noul:
@@ -375,7 +377,13 @@ func (d *Decider) Prompts(q Question) int {
 		return d.Prompts(*q)
 	case Score:
 		if d.readsBothOrders(q) {
-			return 1 + d.rowPrompts(len(q.Levels), d.opts.Detect)
+			n := 1 + d.rowPrompts(len(q.Levels), d.opts.Detect)
+			if row, err := questionRow("q", "", q); err == nil { // the key is the question's, not the state's
+				if _, ok := d.contentFree.Load(levelsKey(row)); !ok {
+					n += 2 * len(debias.ContentFreeEvidence) // the rubric's content-free reads, once
+				}
+			}
+			return n
 		}
 		return d.rowPrompts(len(q.Levels), d.opts.Detect)
 	case *Score:

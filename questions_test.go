@@ -34,6 +34,10 @@ func TestAskOnTheSmallModel(t *testing.T) {
 		"billing": gojev.Noul{Instructions: "Is this message about billing?"},
 		"angry":   gojev.Noul{Instructions: "The customer is angry.", True: "upset or hostile"},
 	}
+	// The score's rubric is read without content once per Decider: read it first, so that the
+	// Ask measured below decodes its four questions' prompts alone.
+	_, err := d.Ask(ctx, "first", map[string]gojev.Question{"urgency": qs["urgency"]})
+	require.NoError(t, err)
 	before := d.Stats()
 	answers, err := d.Ask(ctx, state, qs)
 	require.NoError(t, err)
@@ -153,7 +157,7 @@ func TestPromptsIsWhatAnAskDecodes(t *testing.T) {
 		want int
 	}{
 		{"a choice", gojev.Options{}, gojev.Choice{Criteria: criteria(3)}, 1},
-		{"a score: its rubric listed and reversed", gojev.Options{}, &gojev.Score{Levels: []any{"low", "high"}}, 2},
+		{"a score: its rubric listed and reversed, and read without content", gojev.Options{}, &gojev.Score{Levels: []any{"low", "high"}}, 8},
 		{"a score read once", gojev.Options{ScoreReading: gojev.ReadListed}, &gojev.Score{Levels: []any{"low", "high"}}, 1},
 		{"a knockout of 20: two groups and a final pass", gojev.Options{Knockout: gojev.KnockoutOptions{Method: gojev.ManyKnockout}}, gojev.Choice{Criteria: criteria(20)}, 3},
 		{"a knockout of 40: three groups and a final pass", gojev.Options{Knockout: gojev.KnockoutOptions{Method: gojev.ManyKnockout}}, gojev.Choice{Criteria: criteria(40)}, 4},
@@ -264,23 +268,26 @@ func TestUserMessagesAreThePromptsOwn(t *testing.T) {
 
 // A score's rubric is read listed and reversed, and the two reads combined per level (the
 // geometric mean of their distributions): a letter's preference that moves to the mirror
-// position in the reverse read cancels, to the digit on a scripted runtime. ReadListed reads it
-// once, as before.
+// position in the reverse read cancels. What is left, a pull that is the same in both orders
+// (here letter B, the middle of three), is the rubric's content-free reading, read once per
+// question with "N/A", "" and "[MASK]" as the state and divided out: on a scripted runtime whose
+// content-free prompts score by the letter bias alone, the levels come out to the digit as
+// the content alone scores them. ReadListed reads the rubric once, as before.
 func TestScoreIsReadInBothOrders(t *testing.T) {
 	ctx := context.Background()
-	rt := &backendtest.Scripted{Scores: map[string]float64{"low": 0, "mid": math.Log(2), "high": math.Log(5)}, Bias: map[byte]float64{'A': 2}}
+	rt := &backendtest.Scripted{Scores: map[string]float64{"low": 0, "mid": math.Log(2), "high": math.Log(5)},
+		Bias: map[byte]float64{'A': 2, 'B': 1}}
+	state := "charged twice"
 	q := map[string]gojev.Question{"s": gojev.Score{Levels: []any{"low", "mid", "high"}}}
 	d, err := gojev.New(ctx, rt, gojev.Options{})
 	require.NoError(t, err)
 	defer d.Close()
-	assert.Equal(t, 2, d.Prompts(q["s"]))
-	a, err := d.Ask(ctx, "s", q)
+	assert.Equal(t, 8, d.Prompts(q["s"]), "two reads, and the rubric's six content-free reads")
+	a, err := d.Ask(ctx, state, q)
 	require.NoError(t, err)
-	assert.Equal(t, int64(2), d.Stats().Decodes, "two reads")
+	assert.Equal(t, int64(8), d.Stats().Decodes)
 	s := a["s"]
-	// Level i's score is its own plus the mean of the letter bias it met in the two reads: low
-	// met A (+2) then C, high C then A: +1 each; mid met B both times.
-	want := debias.Softmax([]float64{1, math.Log(2), math.Log(5) + 1})
+	want := debias.Softmax([]float64{0, math.Log(2), math.Log(5)})
 	for i, p := range want {
 		assert.InDelta(t, p, s.Probabilities[strconv.Itoa(i)], 1e-12, "level %d", i)
 	}
@@ -291,14 +298,22 @@ func TestScoreIsReadInBothOrders(t *testing.T) {
 	assert.Equal(t, debias.None, db.Method, "the reverse read is the bias control: no prior")
 	require.Len(t, db.Permutations, 1)
 	assert.True(t, db.Permutations[0].Reversed)
-	assert.Equal(t, []float64{2, math.Log(2), math.Log(5)}, scriptedLogits(s.Result), "the listed read's raw fields stay")
+	// Content-free, low met A (+2) then C, high C then A: +1 each; mid met B (+1) both times.
+	assert.InDeltaSlice(t, debias.Softmax([]float64{1, 1, 1}), db.ContentFreeLevels, 1e-12, "the mean pull of A and C equals B's here")
+	assert.Equal(t, []float64{2, 1 + math.Log(2), math.Log(5)}, scriptedLogits(s.Result), "the listed read's raw fields stay")
+
+	// The content-free reading is the question's, read once: another state, two reads.
+	assert.Equal(t, 2, d.Prompts(q["s"]))
+	_, err = d.Ask(ctx, "charged once", q)
+	require.NoError(t, err)
+	assert.Equal(t, int64(10), d.Stats().Decodes)
 
 	listed, err := gojev.New(ctx, rt, gojev.Options{ScoreReading: gojev.ReadListed, Debias: debias.None})
 	require.NoError(t, err)
 	defer listed.Close()
-	a, err = listed.Ask(ctx, "s", q)
+	a, err = listed.Ask(ctx, state, q)
 	require.NoError(t, err)
-	once := debias.Softmax([]float64{2, math.Log(2), math.Log(5)})
+	once := debias.Softmax([]float64{2, 1 + math.Log(2), math.Log(5)})
 	assert.InDelta(t, once[0], a["s"].Probabilities["0"], 1e-12, "one read: the letter bias stays")
 	assert.Equal(t, 1, listed.Prompts(q["s"]))
 	_, err = gojev.New(ctx, rt, gojev.Options{ScoreReading: "sideways"})

@@ -116,6 +116,10 @@ type Debiased struct {
 	// reversed, Permutations holding the reversed read; Method the bias control each read got
 	// first); "" for any other row.
 	Reading ScoreReading `json:"reading,omitempty"`
+	// ContentFreeLevels is, for a score read in both orders, its rubric's content-free level
+	// distribution (contextual calibration of its levels: the mean over the content-free
+	// evidence of the combined reads, in level order), divided out of Scores.
+	ContentFreeLevels []float64 `json:"content_free_levels,omitempty"`
 }
 
 // Permutation is one cyclically shifted prompt of a row: position i (letter Letters[i]) showed

@@ -2,7 +2,7 @@
 """A score question's rubric read in both orders: how each way of reading and combining the
 two level distributions ranks the items, from results files already decoded (no model).
 
-  score-orders.py LISTED.jsonl REVERSED.jsonl [--prior PRIOR.json] [--json]
+  score-orders.py LISTED.jsonl REVERSED.jsonl [--prior PRIOR.json] [--content-free CF.jsonl] [--json]
 
 LISTED and REVERSED are `jev decide --debias none` results of the same items as rows of the
 contract (scripts/typed-rows.py KIND --as-rows, and --reverse [--same-question]): options "0" …
@@ -24,6 +24,10 @@ on one level). Readings:
   listed/reversed, pride    one order, PriDe's letter prior divided out
   both, pride, geometric    each order's prior divided out, then averaged
   both, pride, arithmetic
+  both, content-free divided   gojev's default: the geometric reading, less the rubric's own
+                            combined reading without content (the state "N/A", "" and
+                            "[MASK]", contextual calibration's inputs), the part of the bias
+                            that both orders share
 """
 import argparse
 import json
@@ -90,6 +94,7 @@ def main():
     ap.add_argument("listed")
     ap.add_argument("reversed")
     ap.add_argument("--prior", help="a PriDe prior file holding the letter prior for the rubric's level count")
+    ap.add_argument("--content-free", help="`jev decide --debias none` results of the rubric read without content: rows cf<EVIDENCE>-listed and cf<EVIDENCE>-rev, the state each of \"N/A\", \"\" and \"[MASK]\" (gojev's default reading divides their combined levels out)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     listed, rev = load(args.listed), load(args.reversed)
@@ -126,14 +131,28 @@ def main():
             read("both, pride, geometric", lambda a, b: softmax([(x + y) / 2 for x, y in zip(debiased(a), by_level(debiased(b), True))])),
             read("both, pride, arithmetic", lambda a, b: [(x + y) / 2 for x, y in zip(softmax(debiased(a)), softmax(by_level(debiased(b), True)))]),
         ]
+    if args.content_free:
+        cf = {}
+        for line in open(args.content_free):
+            r = json.loads(line)
+            lp = [o["logprob"] for o in sorted(r["options"], key=lambda o: int(o["id"]))]
+            ev, order = r["id"].rsplit("-", 1)
+            cf.setdefault(ev, {})[order] = lp
+        levels = [0.0] * n
+        for reads in cf.values():
+            m = [(x + y) / 2 for x, y in zip(reads["listed"], by_level(reads["rev"], True))]
+            z = math.log(sum(math.exp(v) for v in m))
+            levels = [acc + (v - z) / len(cf) for acc, v in zip(levels, m)]
+        readings.append(read("both, content-free divided (default)",
+                             lambda a, b: softmax([(x + y) / 2 - c for x, y, c in zip(a, by_level(b, True), levels)])))
     out = {name: figures(d, golds) for name, d in readings}
     if args.json:
         print(json.dumps({"items": len(ids), "levels": n, "readings": out}, indent=2))
         return
     print(f"{len(ids)} items, {n} levels")
-    print(f"{'reading':28} {'rho':>6} {'MAE':>6} {'exact':>6}  most frequent level")
+    print(f"{'reading':38} {'rho':>6} {'MAE':>6} {'exact':>6}  most frequent level")
     for name, f in out.items():
-        print(f"{name:28} {f['rho']:6.3f} {f['mae']:6.3f} {f['exact']:6.1%}  {f['top_level']} on {f['top_share']:.1%}")
+        print(f"{name:38} {f['rho']:6.3f} {f['mae']:6.3f} {f['exact']:6.1%}  {f['top_level']} on {f['top_share']:.1%}")
 
 
 if __name__ == "__main__":

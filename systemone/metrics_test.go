@@ -73,7 +73,7 @@ func TestMetricsAreScrapedByPrometheusParser(t *testing.T) {
 	assert.Equal(t, 2.0, metricValue(t, fams, "gojev_questions_total", "type=score"))
 	assert.Equal(t, 0.0, metricValue(t, fams, "gojev_questions_total", "type=noul"))
 	assert.Equal(t, 4.0, metricValue(t, fams, "gojev_queue_wait_seconds"), "one observation a question")
-	assert.Equal(t, 6.0, metricValue(t, fams, "gojev_decoder_prompts_total"), "a choice's prompt, a score's two (its rubric listed and reversed)")
+	assert.Equal(t, 12.0, metricValue(t, fams, "gojev_decoder_prompts_total"), "a choice's prompt and a score's two (its rubric listed and reversed), twice, and the rubric's six content-free reads once")
 	assert.Greater(t, metricValue(t, fams, "gojev_decoder_prompt_tokens_total"), 100.0)
 	assert.Equal(t, 0.0, metricValue(t, fams, "gojev_queue_prompts"))
 	assert.Equal(t, 0.0, metricValue(t, fams, "gojev_admitted_requests"))

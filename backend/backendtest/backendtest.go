@@ -15,6 +15,7 @@ import (
 
 	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/debias"
 )
 
 // Scripted is a backend.Backend without a model. Its vocabulary is the 256 byte values: text
@@ -23,7 +24,8 @@ import (
 // and their boundary holds; the binary contract's yes/no words are not single tokens, so a
 // Decider under it fails its start-up checks. At the end of a direct prompt the letter of each
 // listed option scores Scores[its description] + Bias[its letter] (a missing description
-// scores 0); every other token, and every token of a prompt whose user message is not a
+// scores 0), and Bias[its letter] alone when the evidence is one of contextual calibration's
+// content-free inputs (debias.ContentFreeEvidence: the prompt has no content); every other token, and every token of a prompt whose user message is not a
 // direct payload, scores 0. Readout.Decoded is the whole prompt (no prefix reuse).
 //
 // Delay makes every NextToken take that long, as a decode does (a cancelled context ends it
@@ -110,12 +112,22 @@ func (s *Scripted) NextToken(ctx context.Context, prompt, ids []int32) (backend.
 	i := strings.Index(text, "user: ")
 	j := strings.LastIndex(text, "\nassistant: ")
 	var payload struct {
-		Options []struct{ Letter, Description string }
+		Evidence json.RawMessage
+		Options  []struct{ Letter, Description string }
 	}
 	if i >= 0 && j > i && json.Unmarshal([]byte(text[i+len("user: "):j]), &payload) == nil {
+		content := true
+		for _, ev := range debias.ContentFreeEvidence {
+			if b, _ := json.Marshal(ev); string(payload.Evidence) == string(b) {
+				content = false // contextual calibration's content-free input: no content to score
+			}
+		}
 		for _, o := range payload.Options {
 			if o.Letter != "" {
-				logits[o.Letter[0]] = s.Scores[o.Description] + s.Bias[o.Letter[0]]
+				logits[o.Letter[0]] = s.Bias[o.Letter[0]]
+				if content {
+					logits[o.Letter[0]] += s.Scores[o.Description]
+				}
 			}
 		}
 	}
