@@ -17,9 +17,12 @@ and, for the shrunk fit, the bound jev calibrate states: the n rows' 5-fold cros
 ECE (each fold calibrated by the temperature fitted on the other four) plus the 90th percentile
 of its bootstrap spread; the table gives how often the held-out ECE stayed under it.
 
-With FILE=TASK=HELD, the n rows are drawn from FILE and every row of HELD (other rows of the
-same task, decided the same way) scores them: a fixed held-out set, large enough that its ECE
-is not biased upward by few rows, as a task's left-over rows are.
+With FILE=TASK=MORE, MORE holds more rows of the same task (decided with FILE's PriDe prior:
+--prior FILE's prior file), scored with FILE's prior: the n rows are drawn from both files'
+rows together and the rest score them, so that the held-out set is large (its ECE is biased
+upward when it holds few rows) and drawn like the labels (two slices of a source file can
+differ: NewsArticles' later rows are easier, Banking77's harder). --fixed scores on MORE's
+rows alone instead, drawing the n rows from FILE.
 
   python3 measurements/few-labels.py news.jsonl=news soc.jsonl=soc bias.jsonl=bias fit-pride.jsonl=banking77
 """
@@ -87,6 +90,7 @@ def main():
     ap.add_argument("--t0", type=float, default=0.605)
     ap.add_argument("--prior-sd", type=float, default=1.0, help="the prior's spread of log T")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--fixed", action="store_true", help="score on MORE's rows alone (FILE=TASK=MORE)")
     args = ap.parse_args()
     ns = [int(x) for x in args.rows.split(",")]
     print(f"T0 {args.t0}, prior sd of log T {args.prior_sd}, {args.draws} draws; held-out ECE mean [90th percentile]")
@@ -95,6 +99,8 @@ def main():
         path, name, *heldpath = spec_.split("=")
         t = pool.Task(name, path)
         h = Held(heldpath[0], t.lp) if heldpath else None
+        if h is not None and not args.fixed:
+            t.X, t.G, h = np.concatenate([t.X, h.X]), np.concatenate([t.G, h.G]), None
         own = pool.fit_t([t])
         rng = np.random.default_rng(args.seed)
         for n in ns:
