@@ -207,11 +207,7 @@ func Fit(method Method, samples []Sample) (Map, error) {
 	var x []float64
 	var y []bool
 	if binary {
-		for _, s := range samples {
-			for i, p := range s.Scores {
-				x, y = append(x, p), append(y, i == s.Label)
-			}
-		}
+		x, y = candidates(samples)
 	} else if method != Temperature {
 		for _, s := range samples {
 			p := softmax(s.Scores, 1)
@@ -238,6 +234,17 @@ func Fit(method Method, samples []Sample) (Map, error) {
 		return Map{}, fmt.Errorf("%w: unknown method %q", ErrMethod, method)
 	}
 	return m, nil
+}
+
+// candidates flattens binary samples into one (p_yes, is the gold candidate) pair per
+// candidate: what a binary map is fitted on.
+func candidates(samples []Sample) (x []float64, y []bool) {
+	for _, s := range samples {
+		for i, p := range s.Scores {
+			x, y = append(x, p), append(y, i == s.Label)
+		}
+	}
+	return x, y
 }
 
 // fitScale minimises a convex function of β = 1/T over β ∈ [1/100, 100] by golden-section

@@ -69,11 +69,7 @@ func FitShrunk(samples []Sample, t0, sd float64) (Map, error) {
 	var x []float64
 	var y []bool
 	if binary {
-		for _, s := range samples {
-			for i, p := range s.Scores {
-				x, y = append(x, p), append(y, i == s.Label)
-			}
-		}
+		x, y = candidates(samples)
 	}
 	penalty := func(beta float64) float64 {
 		d := -math.Log(beta) - math.Log(t0) // log T − log t0, T = 1/β
