@@ -60,7 +60,7 @@ func TestPublicSurface(t *testing.T) {
 var importRules = map[string][]string{
 	"":                     {"backend", "calibrate", "contract", "debias", "knockout", "llama", "pyjson", "internal/digest"},
 	"backend":              {"contract", "llama", "pyjson", "render"},
-	"backend/backendtest":  {"backend", "contract"},
+	"backend/backendtest":  {"backend", "contract", "debias"},
 	"batch":                {"", "backend", "calibrate", "contract", "debias", "knockout", "pyjson", "systemone", "internal/atomicfile", "internal/jsonl", "internal/version"},
 	"calibrate":            {"debias", "internal/atomicfile"},
 	"contract":             {"pyjson"},
