@@ -259,12 +259,12 @@ func (d *Decider) combine(ctx context.Context, r *request) (*Result, error) {
 	res := results[0]
 	var out *Result
 	var err error
+	var prior []float64 // PriDe's prior for the row's option count, divided out of each read
+	if r.method == debias.PriDe && (r.reversed || r.shifts != nil) {
+		prior, _ = d.prior.Load().For(len(r.row.Options))
+	}
 	switch {
 	case r.reversed:
-		var prior []float64
-		if r.method == debias.PriDe {
-			prior, _ = d.prior.Load().For(len(r.row.Options))
-		}
 		var levels []float64
 		if levels, err = d.contentFreeLevels(ctx, r); err == nil {
 			out, err = d.combineReversed(r, results, r.method, prior, levels)
@@ -272,10 +272,6 @@ func (d *Decider) combine(ctx context.Context, r *request) (*Result, error) {
 	case r.method == debias.None:
 		out = res
 	case r.shifts != nil:
-		var prior []float64
-		if r.method == debias.PriDe {
-			prior, _ = d.prior.Load().For(len(r.row.Options))
-		}
 		out, err = d.combineShifts(r, results, r.method, prior)
 	case r.method == debias.PriDe:
 		out, err = d.applyPrior(r, res)
