@@ -174,38 +174,106 @@ func bothOrders(own, rev []float64) []float64 {
 // averaged. This is contextual calibration's estimate of the prompt's own pull toward each
 // level (Zhao et al., ICML 2021), here of a rubric's levels: dividing it out takes the part of
 // the position bias that reading both orders leaves (a pull toward the middle, or toward both
-// ends). It is read once per Decider and question (the request whose prompts carried it
-// caches it) and is the same for every state asked.
+// ends). It is read once per Decider and question (startLevels) and is the same for every
+// state asked; nil when the request reads none.
 func (d *Decider) contentFreeLevels(ctx context.Context, r *request) ([]float64, error) {
-	key := levelsKey(r.row)
-	if len(r.cf) > 0 {
-		n := len(debias.ContentFreeEvidence)
-		var levels []float64
-		for i := range n {
-			own, err := d.wait(ctx, r.cf[2*i])
-			if err == nil {
-				var rev *Result
-				if rev, err = d.wait(ctx, r.cf[2*i+1]); err == nil {
-					l := debias.LogSoftmax(bothOrders(positionLogprobs(own), positionLogprobs(rev)))
-					if levels == nil {
-						levels = make([]float64, len(l))
-					}
-					for j, v := range l {
-						levels[j] += v / float64(n)
-					}
-					continue
-				}
-			}
-			return nil, fmt.Errorf("content-free evidence %q: %w", debias.ContentFreeEvidence[i], err)
+	if f := r.levels; f != nil {
+		select {
+		case <-f.done:
+			return f.levels, f.err
+		case <-ctx.Done():
+			return nil, fmt.Errorf("gojev: row %s: %w", r.row.IDJSON(), ctx.Err())
 		}
-		d.contentFree.Store(key, levels)
-		return levels, nil
 	}
-	v, ok := d.contentFree.Load(key)
+	v, ok := d.contentFree.Load(levelsKey(r.row))
 	if !ok {
 		return nil, nil
 	}
 	return v.([]float64), nil
+}
+
+// levelsFlight is one reading of a rubric's content-free levels in flight (startLevels):
+// levels and err are set before done is closed.
+type levelsFlight struct {
+	done   chan struct{}
+	levels []float64
+	err    error
+}
+
+// startLevels starts reading row's rubric without content (contentFreeLevels' six prompts:
+// each content-free evidence as the state, listed and reversed, queued at seq) unless the
+// Decider has it cached (nil) or a reading of it is in flight already (that one): the rows
+// asked while the first is decided wait for the same six prompts instead of queuing their own.
+// The prompts are not dropped when the request that started them is cancelled (rows asked
+// after it wait for them); a failed reading is not cached, and the next row asked reads again.
+func (d *Decider) startLevels(ctx context.Context, seq uint64, row contract.Row) *levelsFlight {
+	key := levelsKey(row)
+	if _, ok := d.contentFree.Load(key); ok {
+		return nil
+	}
+	d.flightMu.Lock()
+	defer d.flightMu.Unlock()
+	if f, ok := d.levelsFlights[key]; ok {
+		return f
+	}
+	if _, ok := d.contentFree.Load(key); ok { // cached since the first look
+		return nil
+	}
+	f := &levelsFlight{done: make(chan struct{})}
+	if d.levelsFlights == nil {
+		d.levelsFlights = map[string]*levelsFlight{}
+	}
+	d.levelsFlights[key] = f
+	go func() {
+		f.levels, f.err = d.readLevels(context.WithoutCancel(ctx), seq, row)
+		d.flightMu.Lock()
+		if f.err == nil {
+			d.contentFree.Store(key, f.levels)
+		}
+		delete(d.levelsFlights, key)
+		d.flightMu.Unlock()
+		close(f.done)
+	}()
+	return f
+}
+
+// readLevels queues the six content-free prompts of row's rubric at seq and combines their
+// reads (contentFreeLevels).
+func (d *Decider) readLevels(ctx context.Context, seq uint64, row contract.Row) ([]float64, error) {
+	n := len(debias.ContentFreeEvidence)
+	jobs := make([]*job, 0, 2*n)
+	for _, ev := range debias.ContentFreeEvidence {
+		cf := contract.Row{ID: row.ID, State: ev, Question: row.Question, Options: row.Options}
+		for _, rr := range []contract.Row{cf, reversedRow(cf)} {
+			j, err := d.newJob(ctx, rr)
+			if err == nil {
+				err = d.enqueue(ctx, seq, j)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("content-free evidence %q: %w", ev, err)
+			}
+			jobs = append(jobs, j)
+		}
+	}
+	var levels []float64
+	for i := range n {
+		own, err := d.wait(ctx, jobs[2*i])
+		var rev *Result
+		if err == nil {
+			rev, err = d.wait(ctx, jobs[2*i+1])
+		}
+		if err != nil {
+			return nil, fmt.Errorf("content-free evidence %q: %w", debias.ContentFreeEvidence[i], err)
+		}
+		l := debias.LogSoftmax(bothOrders(positionLogprobs(own), positionLogprobs(rev)))
+		if levels == nil {
+			levels = make([]float64, len(l))
+		}
+		for j, v := range l {
+			levels[j] += v / float64(n)
+		}
+	}
+	return levels, nil
 }
 
 // levelsKey is contentFreeLevels' cache key: the row's question and its options in order.

@@ -70,6 +70,10 @@ type Decider struct {
 	// debias.ContentFreeEvidence).
 	prior       atomic.Pointer[debias.Prior]
 	contentFree sync.Map
+	// levelsFlights are the rubrics whose content-free reading is in flight (startLevels), by
+	// levelsKey, under flightMu.
+	flightMu      sync.Mutex
+	levelsFlights map[string]*levelsFlight
 
 	sched scheduler // owned by the scheduler goroutine
 }

@@ -20,6 +20,9 @@ type request struct {
 	// reversed: jobs[1] is the row with its options in reverse order (a score's rubric read
 	// both ways: combineReversed).
 	reversed bool
+	// levels is the rubric's content-free reading of a reversed request (startLevels): nil
+	// when the Decider had it cached as the request was prepared.
+	levels *levelsFlight
 	// question: an Ask answer's own calibration, a scoring of Options.QuestionCalibration
 	// (finishAs); "" for a row.
 	question string
@@ -150,20 +153,7 @@ func (d *Decider) prepareRow(ctx context.Context, seq uint64, row contract.Row, 
 	if reverse && r.shifts == nil && len(row.Options) > 1 && d.opts.Contract.lettered() && !d.binaryRow(len(row.Options)) {
 		r.reversed = true
 		rows = append(rows, reversedRow(row))
-		if _, ok := d.contentFree.Load(levelsKey(row)); !ok {
-			// The rubric's content-free reading, once per Decider and question
-			// (contentFreeLevels): each content-free evidence as the state, listed and reversed.
-			for _, ev := range debias.ContentFreeEvidence {
-				cf := contract.Row{ID: row.ID, State: ev, Question: row.Question, Options: row.Options}
-				for _, rr := range []contract.Row{cf, reversedRow(cf)} {
-					j, err := d.newJob(ctx, rr)
-					if err != nil {
-						return nil, fmt.Errorf("content-free evidence %q: %w", ev, err)
-					}
-					r.cf = append(r.cf, j)
-				}
-			}
-		}
+		r.levels = d.startLevels(ctx, seq, row) // the rubric's content-free reading, once per question
 	}
 	for _, rr := range rows {
 		j, err := d.newJob(ctx, rr)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -307,6 +308,24 @@ func TestScoreIsReadInBothOrders(t *testing.T) {
 	_, err = d.Ask(ctx, "charged once", q)
 	require.NoError(t, err)
 	assert.Equal(t, int64(10), d.Stats().Decodes)
+
+	// Rows asked at once, before the rubric's content-free reading is known, share one reading:
+	// its six prompts are queued once, not once per row in flight.
+	fresh, err := gojev.New(ctx, rt, gojev.Options{})
+	require.NoError(t, err)
+	defer fresh.Close()
+	var calls []*gojev.AskCall
+	for i := range 5 {
+		c, err := fresh.BeginAsk(ctx, fmt.Sprintf("charged %d times", i), q)
+		require.NoError(t, err)
+		calls = append(calls, c)
+	}
+	for _, c := range calls {
+		a, err := c.Wait(ctx)
+		require.NoError(t, err)
+		assert.InDeltaSlice(t, debias.Softmax([]float64{1, 1, 1}), a["s"].Result.Debias.ContentFreeLevels, 1e-12)
+	}
+	assert.Equal(t, int64(5*2+6), fresh.Stats().Prompts, "two reads a row, six content-free reads in all")
 
 	listed, err := gojev.New(ctx, rt, gojev.Options{ScoreReading: gojev.ReadListed, Debias: debias.None})
 	require.NoError(t, err)
