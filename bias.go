@@ -177,64 +177,25 @@ func bothOrders(own, rev []float64) []float64 {
 // ends). It is read once per Decider and question (startLevels) and is the same for every
 // state asked; nil when the request reads none.
 func (d *Decider) contentFreeLevels(ctx context.Context, r *request) ([]float64, error) {
-	if f := r.levels; f != nil {
-		select {
-		case <-f.done:
-			return f.levels, f.err
-		case <-ctx.Done():
-			return nil, fmt.Errorf("gojev: row %s: %w", r.row.IDJSON(), ctx.Err())
-		}
-	}
-	v, ok := d.contentFree.Load(levelsKey(r.row))
-	if !ok {
+	if r.levels == nil {
 		return nil, nil
 	}
-	return v.([]float64), nil
-}
-
-// levelsFlight is one reading of a rubric's content-free levels in flight (startLevels):
-// levels and err are set before done is closed.
-type levelsFlight struct {
-	done   chan struct{}
-	levels []float64
-	err    error
+	levels, err := r.levels.wait(ctx)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("gojev: row %s: %w", r.row.IDJSON(), err)
+	}
+	return levels, err
 }
 
 // startLevels starts reading row's rubric without content (contentFreeLevels' six prompts:
-// each content-free evidence as the state, listed and reversed, queued at seq) unless the
-// Decider has it cached (nil) or a reading of it is in flight already (that one): the rows
-// asked while the first is decided wait for the same six prompts instead of queuing their own.
-// The prompts are not dropped when the request that started them is cancelled (rows asked
-// after it wait for them); a failed reading is not cached, and the next row asked reads again.
-func (d *Decider) startLevels(ctx context.Context, seq uint64, row contract.Row) *levelsFlight {
-	key := levelsKey(row)
-	if _, ok := d.contentFree.Load(key); ok {
-		return nil
-	}
-	d.flightMu.Lock()
-	defer d.flightMu.Unlock()
-	if f, ok := d.levelsFlights[key]; ok {
-		return f
-	}
-	if _, ok := d.contentFree.Load(key); ok { // cached since the first look
-		return nil
-	}
-	f := &levelsFlight{done: make(chan struct{})}
-	if d.levelsFlights == nil {
-		d.levelsFlights = map[string]*levelsFlight{}
-	}
-	d.levelsFlights[key] = f
-	go func() {
-		f.levels, f.err = d.readLevels(context.WithoutCancel(ctx), seq, row)
-		d.flightMu.Lock()
-		if f.err == nil {
-			d.contentFree.Store(key, f.levels)
-		}
-		delete(d.levelsFlights, key)
-		d.flightMu.Unlock()
-		close(f.done)
-	}()
-	return f
+// each content-free evidence as the state, listed and reversed, queued at seq), once per
+// Decider and question (d.levels): the rows asked while the first is decided wait for the same
+// six prompts instead of queuing their own. The prompts are not dropped when the request that
+// started them is cancelled, since rows asked after it wait for them.
+func (d *Decider) startLevels(ctx context.Context, seq uint64, row contract.Row) *flight[[]float64] {
+	return d.levels.start(levelsKey(row), func() ([]float64, error) {
+		return d.readLevels(context.WithoutCancel(ctx), seq, row)
+	})
 }
 
 // readLevels queues the six content-free prompts of row's rubric at seq and combines their

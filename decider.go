@@ -70,10 +70,8 @@ type Decider struct {
 	// debias.ContentFreeEvidence).
 	prior       atomic.Pointer[debias.Prior]
 	contentFree sync.Map
-	// levelsFlights are the rubrics whose content-free reading is in flight (startLevels), by
-	// levelsKey, under flightMu.
-	flightMu      sync.Mutex
-	levelsFlights map[string]*levelsFlight
+	// levels are the rubrics' content-free readings (startLevels), by levelsKey.
+	levels flights[[]float64]
 
 	sched scheduler // owned by the scheduler goroutine
 }

@@ -20,9 +20,8 @@ type request struct {
 	// reversed: jobs[1] is the row with its options in reverse order (a score's rubric read
 	// both ways: combineReversed).
 	reversed bool
-	// levels is the rubric's content-free reading of a reversed request (startLevels): nil
-	// when the Decider had it cached as the request was prepared.
-	levels *levelsFlight
+	// levels is the rubric's content-free reading of a reversed request (startLevels).
+	levels *flight[[]float64]
 	// question: an Ask answer's own calibration, a scoring of Options.QuestionCalibration
 	// (finishAs); "" for a row.
 	question string

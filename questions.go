@@ -379,7 +379,7 @@ func (d *Decider) Prompts(q Question) int {
 		if d.readsBothOrders(q) {
 			n := 1 + d.rowPrompts(len(q.Levels), d.opts.Detect)
 			if row, err := questionRow("q", "", q); err == nil { // the key is the question's, not the state's
-				if _, ok := d.contentFree.Load(levelsKey(row)); !ok {
+				if _, ok := d.levels.cached(levelsKey(row)); !ok {
 					n += 2 * len(debias.ContentFreeEvidence) // the rubric's content-free reads, once
 				}
 			}
