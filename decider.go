@@ -72,6 +72,8 @@ type Decider struct {
 	contentFree sync.Map
 	// levels are the rubrics' content-free readings (startLevels), by levelsKey.
 	levels flights[[]float64]
+	// embeddings are the texts' hidden states the shortlist's ranker read (startEmbedding).
+	embeddings flights[[]float32]
 
 	sched scheduler // owned by the scheduler goroutine
 }

@@ -34,6 +34,9 @@ type request struct {
 	// ko is the knockout of a row with more than contract.MaxOptions options (its group
 	// passes in flight); jobs is then empty.
 	ko *knockoutRequest
+	// sl is the shortlist of a row of more than contract.MaxOptions options under
+	// ManyShortlist: jobs[0] is its state's embedding job.
+	sl *shortlistRequest
 }
 
 // begin prepares and enqueues a row's prompts under method, decided under permute evenly
@@ -65,6 +68,9 @@ func (d *Decider) beginSeq(ctx context.Context, seq uint64, row contract.Row, me
 // rubric; prepareRow).
 func (d *Decider) prepareSeq(ctx context.Context, seq uint64, row contract.Row, method debias.Method, permute int, reverse bool) (*request, error) {
 	if len(row.Options) > contract.MaxOptions && d.opts.Contract.lettered() && !d.opts.manyBinary() {
+		if d.opts.Knockout.Method == ManyShortlist {
+			return d.prepareShortlist(ctx, seq, row, method, permute)
+		}
 		return d.prepareKnockout(ctx, seq, row, method, permute)
 	}
 	return d.prepareRow(ctx, seq, row, method, permute, d.opts.Detect, reverse)
@@ -220,6 +226,8 @@ func (d *Decider) end(ctx context.Context, r *request) (*Result, error) {
 	var err error
 	if r.ko != nil {
 		out, err = d.endKnockout(ctx, r)
+	} else if r.sl != nil {
+		out, err = d.endShortlist(ctx, r)
 	} else {
 		out, err = d.combine(ctx, r)
 	}

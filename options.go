@@ -171,8 +171,11 @@ func (o Options) check() error {
 	if r := o.ScoreReading; r != "" && r != ReadBothOrders && r != ReadListed {
 		return fmt.Errorf("%w: ScoreReading %q: want %q or %q", ErrOptions, r, ReadBothOrders, ReadListed)
 	}
-	if m := o.Knockout.Method; m != "" && m != ManyBinary && m != ManyKnockout {
-		return fmt.Errorf("%w: Knockout.Method %q: want %q or %q", ErrOptions, m, ManyBinary, ManyKnockout)
+	if m := o.Knockout.Method; m != "" && m != ManyBinary && m != ManyKnockout && m != ManyShortlist {
+		return fmt.Errorf("%w: Knockout.Method %q: want %q, %q or %q", ErrOptions, m, ManyBinary, ManyKnockout, ManyShortlist)
+	}
+	if k := o.Knockout.Shortlist; k != 0 && (k < 2 || k > contract.MaxOptions) {
+		return fmt.Errorf("%w: Knockout.Shortlist %d: want 2 to %d options kept", ErrOptions, k, contract.MaxOptions)
 	}
 	if g := o.Knockout.Grouping; g != "" && !slices.Contains(knockout.Groupings, g) {
 		return fmt.Errorf("%w: Knockout.Grouping %q: want one of %v", ErrOptions, g, knockout.Groupings)
@@ -267,10 +270,13 @@ func (o Options) ProfileScoring(p *calibrate.Profile) string {
 // (and at most 16).
 func (o Options) Scoring(k int) string {
 	if k > contract.MaxOptions && o.Contract.lettered() {
-		if o.manyBinary() {
-			return calibrate.ScoringBinary
+		switch o.Knockout.Method {
+		case ManyKnockout:
+			return calibrate.KnockoutScoring(o.Scoring(contract.MaxOptions))
+		case ManyShortlist:
+			return calibrate.ShortlistScoring(o.Scoring(contract.MaxOptions))
 		}
-		return calibrate.KnockoutScoring(o.Scoring(contract.MaxOptions))
+		return calibrate.ScoringBinary
 	}
 	if k <= 0 {
 		k = math.MaxInt32
@@ -288,7 +294,9 @@ func (o Options) Scoring(k int) string {
 
 // manyBinary reports whether rows of more than 16 options are decided under the binary
 // contract (KnockoutOptions.Method).
-func (o Options) manyBinary() bool { return o.Knockout.Method != ManyKnockout }
+func (o Options) manyBinary() bool {
+	return o.Knockout.Method != ManyKnockout && o.Knockout.Method != ManyShortlist
+}
 
 // ScoreReading is how a score question's rubric is read (Options.ScoreReading).
 type ScoreReading string
@@ -320,16 +328,28 @@ const DefaultDetectThreshold = 0.5
 //     seeds the shuffle), each group is decided as a row of its own, the best of each group
 //     survive, and the survivors are decided in a final pass. Every pass is an ordinary
 //     direct-options-v1 (or guarded) prompt under the Decider's bias control.
+//   - ManyShortlist: every option is ranked by the cosine between the hidden states of the
+//     row's state and of the option's text (the runtime's Embedder; option texts read once
+//     per Decider), the best Shortlist (default DefaultShortlist) are kept in row order, and
+//     they are decided as a row of their own under the Decider's contract and bias control
+//     (Result.Shortlist; docs/many-options.md).
 //
 // The binary contract needs neither: it decides any count, one prompt per option.
 type KnockoutOptions struct {
 	Method   string
 	Grouping string
 	Seed     uint64
+	// Shortlist is how many options ManyShortlist keeps for its final pass (2 to 16; 0 means
+	// DefaultShortlist).
+	Shortlist int
 }
+
+// DefaultShortlist is how many options ManyShortlist keeps (KnockoutOptions.Shortlist 0).
+const DefaultShortlist = 8
 
 // KnockoutOptions.Method values.
 const (
-	ManyBinary   = "binary"
-	ManyKnockout = "knockout"
+	ManyBinary    = "binary"
+	ManyKnockout  = "knockout"
+	ManyShortlist = "shortlist"
 )

@@ -424,7 +424,13 @@ func (d *Decider) UserMessages(state any, q Question) ([]string, error) {
 			return nil, err
 		}
 		rows := []contract.Row{row}
-		if len(row.Options) > contract.MaxOptions && d.opts.Contract.lettered() && !d.opts.manyBinary() {
+		if len(row.Options) > contract.MaxOptions && d.opts.Contract.lettered() && d.opts.Knockout.Method == ManyShortlist {
+			k := d.opts.Knockout.Shortlist
+			if k == 0 {
+				k = DefaultShortlist
+			}
+			rows[0].Options = rows[0].Options[:k] // the final pass's shape; its options are the ranker's
+		} else if len(row.Options) > contract.MaxOptions && d.opts.Contract.lettered() && !d.opts.manyBinary() {
 			plan, err := d.plan(row)
 			if err != nil {
 				return nil, fmt.Errorf("%w: %w", contract.ErrRow, err)
@@ -636,8 +642,9 @@ func answerOf(q Question, res *Result) *Answer {
 // debiased or calibrated values) normalised to sum to 1.
 func (res *Result) distribution() (ids []string, probs []float64) {
 	switch {
-	case res.Knockout != nil:
-		for _, o := range res.Knockout.Distribution {
+	case res.Knockout != nil || res.Shortlist != nil:
+		dist := res.manyDistribution()
+		for _, o := range dist {
 			ids, probs = append(ids, o.ID), append(probs, o.Probability)
 		}
 		if c := res.Calibration; c != nil && len(c.Probabilities) == len(probs) {

@@ -40,6 +40,11 @@ type Result struct {
 	// distribution over all its options); the seed fields above are its final pass's, and
 	// Probability the chosen option's share of the distribution.
 	Knockout *Knockout `json:"knockout,omitempty"`
+	// Shortlist is how a row of more than 16 options was decided by shortlist
+	// (KnockoutOptions ManyShortlist): every option's ranking score, the options kept, and the
+	// distribution over all options; the seed fields above are its final pass's, and
+	// Probability the chosen option's share of the distribution.
+	Shortlist *Shortlist `json:"shortlist,omitempty"`
 	// YesNo is a noul question's yes/no readout (Decider.Ask; prompt_version noul-v1): its
 	// p_yes and the yes and no tokens' scores. Chosen is then "true" or "false" (p_yes ≥ 0.5)
 	// and Probability the chosen answer's probability.
@@ -65,6 +70,8 @@ type Result struct {
 	// rendering and the shared decodes included.
 	MS    float64  `json:"ms"`
 	Stats RowStats `json:"stats"`
+
+	embeddings [][]float32 // an embedding job's hidden states, one per prompt (jobEmbed)
 }
 
 // RowStats are a row's token and time accounting (Result.Stats; Stats are the Decider's totals).

@@ -52,6 +52,7 @@ const (
 	jobDecision jobKind = iota // a row's decision prompts under the Decider's contract
 	jobDetect                  // the injection detector's prompt: Result.Suspect
 	jobNoul                    // a noul question's prompt (noul-v1): Result.YesNo
+	jobEmbed                   // texts read for their hidden state (backend.Embedder): the shortlist's ranker
 )
 
 // prompt is one rendered prompt of a job and, once decoded, its readout.
@@ -322,7 +323,17 @@ func (s *scheduler) decodeOne(p *prompt) {
 	stop := context.AfterFunc(d.base, cancel)
 	d.lockCPU()
 	t0 := time.Now()
-	r, err := d.rt.NextToken(ctx, p.Tokens, p.ids)
+	var r backend.Readout
+	var err error
+	if j.kind == jobEmbed {
+		if e, ok := d.rt.(backend.Embedder); ok {
+			r.Embedding, r.Decoded, err = e.Embed(ctx, p.Tokens)
+		} else {
+			err = fmt.Errorf("%w: the runtime %s reads no embeddings", ErrOptions, d.rt.Name())
+		}
+	} else {
+		r, err = d.rt.NextToken(ctx, p.Tokens, p.ids)
+	}
 	d.stats.decodeNS.Add(int64(time.Since(t0)))
 	d.unlockCPU()
 	stop()
@@ -346,6 +357,16 @@ func (s *scheduler) decodeOne(p *prompt) {
 // group is decoded again one prompt at a time, so that the error lands on its own row.
 func (s *scheduler) decodePacked(pk backend.Packer, group []*prompt) {
 	d := s.d
+	group = slices.DeleteFunc(group, func(p *prompt) bool {
+		if p.job.kind == jobEmbed { // read for a hidden state: one at a time
+			s.decodeOne(p)
+			return true
+		}
+		return false
+	})
+	if len(group) == 0 {
+		return
+	}
 	if len(group) == 1 {
 		s.decodeOne(group[0])
 		return
@@ -429,6 +450,15 @@ func (d *Decider) score(j *job) *Result {
 	}
 	res.NPromptTokens = res.Stats.PromptTokens
 	switch {
+	case j.kind == jobEmbed:
+		res.embeddings = make([][]float32, len(j.prompts))
+		for i, p := range j.prompts {
+			res.embeddings[i] = p.readout.Embedding
+		}
+		res.Stats.DecodedTokens = j.decoded
+		d.stats.prompts.Add(int64(len(j.prompts)))
+		d.stats.promptTokens.Add(int64(res.Stats.PromptTokens))
+		return res
 	case j.kind == jobNoul:
 		p := j.prompts[0]
 		yn := contract.ScoreBinaryReadout(p.readout.Logprobs, p.readout.Logits, d.bslots)

@@ -68,6 +68,13 @@ type PromptChecker interface {
 	CheckPrompt(tokens []int32) error
 }
 
+// Embedder is a runtime that reads a prompt's hidden state (InProcess.Embed): the last
+// layer's output at the prompt's last position, n_embd floats, with how many of its tokens it
+// decoded. A runtime without it (HTTP) cannot rank options by embedding.
+type Embedder interface {
+	Embed(ctx context.Context, prompt []int32) ([]float32, int, error)
+}
+
 // Packer is a runtime that can decode several prompts in one llama_decode (InProcess under
 // DecodePacked). The Decider hands it a round's prompts in the order of their tokens.
 type Packer interface {
@@ -90,6 +97,9 @@ type Readout struct {
 	// after the prefix reused from the KV cache; over HTTP, len(prompt) (the server's own
 	// prompt cache is not visible).
 	Decoded int
+	// Embedding is the hidden state at the prompt's last position when the prompt was read
+	// for it (Embedder.Embed: n_embd floats; Logprobs and Logits are then nil), else nil.
+	Embedding []float32
 }
 
 // Options shared by both backends.

@@ -256,13 +256,38 @@ func (b *InProcess) Logits(ctx context.Context, prompt []int32) ([]float32, erro
 }
 
 func (b *InProcess) nextTokenLogits(ctx context.Context, tokens []llama.Token) ([]float32, int, error) {
+	var logits []float32
+	decoded, err := b.decode(ctx, tokens, false, func(last int) (err error) {
+		logits, err = b.lctx.Logits(last)
+		return err
+	})
+	return logits, decoded, err
+}
+
+// Embed decodes prompt as NextToken does (the previous prompt's prefix reused from the KV
+// cache) with llama.cpp's embeddings on, and returns the last layer's hidden state at its last
+// position (llama_get_embeddings_ith, pooling none: n_embd floats) and how many tokens it
+// decoded. Errors as NextToken's.
+func (b *InProcess) Embed(ctx context.Context, prompt []int32) ([]float32, int, error) {
+	var e []float32
+	decoded, err := b.decode(ctx, prompt, true, func(last int) error {
+		e = make([]float32, b.lctx.NEmbd())
+		return b.lctx.EmbeddingInto(e, last)
+	})
+	return e, decoded, err
+}
+
+// decode decodes the tokens after the prefix they share with the KV cache's, with embeddings
+// on or off, calls read with the batch row of the last token, and returns how many tokens it
+// decoded.
+func (b *InProcess) decode(ctx context.Context, tokens []llama.Token, embed bool, read func(last int) error) (int, error) {
 	if err := b.CheckPrompt(tokens); err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.lctx == nil {
-		return nil, 0, llama.ErrClosed
+		return 0, llama.ErrClosed
 	}
 	keep, spans := DecodePlan(b.cached, tokens, b.nBatch)
 	if b.noReuse {
@@ -271,18 +296,24 @@ func (b *InProcess) nextTokenLogits(ctx context.Context, tokens []llama.Token) (
 	planned := keep
 	keep, err := b.cutSeq0(keep)
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	if keep != planned { // the cache was emptied: decode the prompt whole
 		spans = alignedChunks(keep, len(tokens), b.nBatch)
+	}
+	if embed {
+		if err := b.lctx.SetEmbeddings(true); err != nil {
+			return 0, err
+		}
+		defer func() { _ = b.lctx.SetEmbeddings(false) }()
 	}
 	last := 0
 	for _, span := range spans {
 		b.batch.Clear()
 		for i := span[0]; i < span[1]; i++ {
-			row, err := b.batch.Add(tokens[i], i, []int{0}, i == len(tokens)-1)
+			row, err := b.batch.Add(tokens[i], i, []int{0}, embed || i == len(tokens)-1) // embeddings: llama.cpp outputs every row
 			if err != nil {
-				return nil, 0, err
+				return 0, err
 			}
 			last = row
 		}
@@ -290,12 +321,11 @@ func (b *InProcess) nextTokenLogits(ctx context.Context, tokens []llama.Token) (
 			// The cache may hold part of this prompt: forget it all.
 			b.cached = b.cached[:0]
 			_ = b.lctx.MemoryClear()
-			return nil, 0, err
+			return 0, err
 		}
 		b.cached = append(b.cached, tokens[span[0]:span[1]]...)
 	}
-	logits, err := b.lctx.Logits(last)
-	return logits, len(tokens) - keep, err
+	return len(tokens) - keep, read(last)
 }
 
 // CheckPrompt refuses a prompt no decode can take: empty (contract.ErrEmptyPrompt), or longer

@@ -88,7 +88,7 @@ func (s *Summary) Add(res *gojev.Result) {
 	if res.Debias != nil {
 		s.Debiased = true
 	}
-	if res.Calibration != nil && res.Candidates == nil && res.Knockout == nil {
+	if res.Calibration != nil && res.Candidates == nil && res.Knockout == nil && res.Shortlist == nil {
 		probs, chosen := make([]float64, len(res.Options)), -1
 		for i, o := range res.Options {
 			probs[i] = o.Probability

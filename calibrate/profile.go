@@ -71,6 +71,16 @@ func KnockoutScoring(passes string) string {
 	return passes + "+knockout"
 }
 
+// ShortlistScoring names the scoring of a shortlist's distribution (a row of more than 16
+// options ranked, cut and decided in one final pass) whose final pass was scored under final:
+// "shortlist" for a raw pass, else "<final>+shortlist" ("pride+shortlist").
+func ShortlistScoring(final string) string {
+	if final == ScoringRaw {
+		return "shortlist"
+	}
+	return final + "+shortlist"
+}
+
 // Errors of profiles, testable with errors.Is.
 var (
 	// ErrProfile: a profile file cannot be read (bad JSON, another format, a bad map).

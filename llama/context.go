@@ -320,3 +320,52 @@ func (c *Context) SeqPosMax(seq int) (int, error) {
 	}
 	return int(C.llama_memory_seq_pos_max(C.llama_get_memory(c.c), C.llama_seq_id(seq))), nil
 }
+
+// SetEmbeddings turns the extraction of embeddings on or off for the Decodes that follow
+// (llama_set_embeddings). With it on, each row flagged for output also keeps its last layer's
+// hidden state (pooling none, as llama.cpp does for a generative model), read by Embedding;
+// the logits are computed as before.
+func (c *Context) SetEmbeddings(on bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.c == nil {
+		return ErrClosed
+	}
+	C.llama_set_embeddings(c.c, C.bool(on))
+	return nil
+}
+
+// NEmbd is the model's hidden size, the length of an Embedding (llama_model_n_embd).
+func (c *Context) NEmbd() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.c == nil {
+		return 0
+	}
+	return int(C.llama_model_n_embd(C.llama_get_model(c.c)))
+}
+
+// EmbeddingInto copies the hidden state of batch row i from the last Decode
+// (llama_get_embeddings_ith: the last layer's output after its norm, n_embd floats) into dst,
+// which must have length NEmbd. The Decode must have run with SetEmbeddings(true) and row i
+// flagged for output; else the error wraps ErrNoLogits.
+func (c *Context) EmbeddingInto(dst []float32, i int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.c == nil {
+		return ErrClosed
+	}
+	n := int(C.llama_model_n_embd(C.llama_get_model(c.c)))
+	if len(dst) != n {
+		return fmt.Errorf("%w: destination has %d floats, n_embd is %d", ErrNoLogits, len(dst), n)
+	}
+	if i < 0 || i >= len(c.outputs) || !c.outputs[i] {
+		return fmt.Errorf("%w: row %d of the last batch (%d rows) was not flagged for output", ErrNoLogits, i, len(c.outputs))
+	}
+	p := C.llama_get_embeddings_ith(c.c, C.int32_t(i))
+	if p == nil {
+		return fmt.Errorf("%w: llama_get_embeddings_ith(%d) returned NULL (embeddings off?)", ErrNoLogits, i)
+	}
+	copy(dst, unsafe.Slice((*float32)(unsafe.Pointer(p)), n))
+	return nil
+}

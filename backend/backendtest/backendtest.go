@@ -33,13 +33,32 @@ import (
 // is the longest prompt in tokens: a longer one is refused by CheckPrompt, as an in-process
 // runtime refuses a prompt longer than n_ctx, before it is queued.
 //
+// Embeddings make it a backend.Embedder: a prompt's hidden state is Embeddings[the longest
+// key that the prompt holds between double quotes] (an error when none does).
+//
 // Its methods keep no state, so a Scripted is safe for concurrent use; set its fields before
 // the Decider is made.
 type Scripted struct {
-	Scores map[string]float64
-	Bias   map[byte]float64
-	Delay  time.Duration
-	NCtx   int
+	Scores     map[string]float64
+	Bias       map[byte]float64
+	Delay      time.Duration
+	NCtx       int
+	Embeddings map[string][]float32
+}
+
+// Embed returns the Embeddings entry of the longest key the prompt holds in double quotes.
+func (s *Scripted) Embed(ctx context.Context, prompt []int32) ([]float32, int, error) {
+	text, _ := s.Detokenize(ctx, prompt)
+	best, ok := "", false
+	for k := range s.Embeddings {
+		if strings.Contains(text, `"`+k+`"`) && (!ok || len(k) > len(best)) {
+			best, ok = k, true
+		}
+	}
+	if !ok {
+		return nil, 0, fmt.Errorf("scripted: no embedding for %q", text)
+	}
+	return slices.Clone(s.Embeddings[best]), len(prompt), nil
 }
 
 var (

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -53,6 +54,8 @@ func textLines(color bool) func(rec any) ([]byte, error) {
 			switch {
 			case r.Knockout != nil:
 				fmt.Fprintf(&b, " (knockout, %d passes)", len(r.Knockout.Passes))
+			case r.Shortlist != nil:
+				fmt.Fprintf(&b, " (%s of shortlist %d)", cmp.Or(r.ChosenLetter, "cut"), r.Shortlist.K)
 			case r.ChosenLetter != "":
 				fmt.Fprintf(&b, " (%s)", r.ChosenLetter)
 			}

@@ -234,6 +234,23 @@ func decision(r *batch.Record, key, chosen string, raw bool) Decision {
 		}
 		return d
 	}
+	if sl := r.Shortlist; sl != nil {
+		// Scored by its distribution over every option, as a knockout is.
+		d.Scoring = calibrate.ShortlistScoring(sl.Scoring)
+		for i, o := range sl.Distribution {
+			if o.ID == r.Label {
+				d.Sample.Label = i
+			}
+			d.Sample.Scores = append(d.Sample.Scores, math.Log(o.Probability))
+		}
+		d.Probs = d.Sample.Probabilities()
+		d.Probability = r.Probability
+		if r.Calibration != nil {
+			d.Probs = r.Calibration.Probabilities
+			d.Abstained = r.Abstained
+		}
+		return d
+	}
 	if sample {
 		// A PriDe estimation row is scored by its full cyclic average, not as the other
 		// rows of its run: it is left out of fitting (jev calibrate skips an empty scoring).

@@ -1,0 +1,336 @@
+package gojev
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/gojev/gojev/contract"
+	"github.com/gojev/gojev/debias"
+)
+
+// ShortlistRanker names how ManyShortlist ranks options (Shortlist.Ranker): the hidden state
+// of the last token of EmbedPrompt with the row's state, and with each option's text, both
+// centred by the mean of the options' (a generative model's hidden states share a large
+// common component: measured on 120 Banking77 training rows, centring lifts the gold option's
+// recall at 8 from 0.70 to 0.77), compared by cosine.
+const ShortlistRanker = "embedding-eol-v1"
+
+// EmbedPrompt is the text whose last hidden state embeds a text (%s), read without a chat
+// template: PromptEOL's "in one word" prompt (Jiang et al., "Scaling Sentence Embeddings with
+// Large Language Models", 2023), which makes a generative model's last hidden state summarise
+// the sentence. Its special-token text is not parsed: a state cannot inject control tokens.
+const EmbedPrompt = `This sentence : "%s" means in one word:"`
+
+// ShortlistTau is the temperature of the ranker's distribution over options
+// (softmax(score/ShortlistTau), score a cosine): the mass it puts on the options kept is the
+// chance that the gold option was kept (Shortlist.KeptMass).
+const ShortlistTau = 0.05
+
+// Shortlist is how a row of more than 16 options was decided by shortlist (Result.Shortlist).
+type Shortlist struct {
+	// Ranker is ShortlistRanker; Tau ShortlistTau; K how many options were kept.
+	Ranker string  `json:"ranker"`
+	Tau    float64 `json:"tau"`
+	K      int     `json:"k"`
+	// Scoring is the final pass's scoring (raw, pride, ...).
+	Scoring string `json:"scoring"`
+	// Scores is every option's ranking score (a cosine, -1 to 1), in row order.
+	Scores []OptionScore `json:"scores"`
+	// Kept are the ids of the options the final pass decided, in row order.
+	Kept []string `json:"kept"`
+	// KeptMass is the ranker's probability that the gold option is among Kept: the sum over
+	// Kept of softmax(score/Tau).
+	KeptMass float64 `json:"kept_mass"`
+	// Distribution is one probability per option of the row, in row order, summing to 1: a
+	// kept option's is KeptMass times the final pass's probability; a cut option's its share
+	// of the ranker's distribution, softmax(score/Tau).
+	Distribution []OptionProbability `json:"distribution"`
+}
+
+// OptionScore is an option's ranking score (Shortlist.Scores).
+type OptionScore struct {
+	ID    string  `json:"id"`
+	Score float64 `json:"score"`
+}
+
+// shortlistRequest is a shortlist in flight: the state's embedding job (request.jobs[0]) and
+// the options' embeddings.
+type shortlistRequest struct {
+	options []*flight[[]float32]
+	permute int
+}
+
+// embedText is the text the ranker embeds for a state or an option's description: a string as
+// it is, an object of one string member that string, else its JSON (questionText).
+func embedText(v any) (string, error) {
+	if m, ok := v.(map[string]any); ok && len(m) == 1 {
+		for _, x := range m {
+			if s, ok := x.(string); ok {
+				return s, nil
+			}
+		}
+	}
+	return questionText(v)
+}
+
+// embedPrompt renders EmbedPrompt for a text and tokenizes it (special text not parsed).
+func (d *Decider) embedPrompt(ctx context.Context, text string) (Prompt, error) {
+	t := fmt.Sprintf(EmbedPrompt, text)
+	toks, err := d.rt.Tokenize(ctx, t, false)
+	if err != nil {
+		return Prompt{}, err
+	}
+	if pc, ok := d.rt.(interface{ CheckPrompt([]int32) error }); ok {
+		if err := pc.CheckPrompt(toks); err != nil {
+			return Prompt{}, err
+		}
+	}
+	return Prompt{Text: t, SHA256: contract.PromptSHA256(t), Tokens: toks, NTokens: len(toks)}, nil
+}
+
+// newEmbedJob prepares a job that reads the hidden states of texts (one prompt each).
+func (d *Decider) newEmbedJob(ctx context.Context, row contract.Row, texts ...string) (*job, error) {
+	return d.newJobOf(ctx, row, jobEmbed, func() ([]Prompt, error) {
+		ps := make([]Prompt, len(texts))
+		for i, t := range texts {
+			p, err := d.embedPrompt(ctx, t)
+			if err != nil {
+				return nil, fmt.Errorf("embedding %q: %w", t, err)
+			}
+			ps[i] = p
+		}
+		return ps, nil
+	})
+}
+
+// startEmbedding starts reading the embedding of a text, once per Decider (d.embeddings): an
+// option's text read for one row is not read again for the next.
+func (d *Decider) startEmbedding(ctx context.Context, seq uint64, row contract.Row, text string) *flight[[]float32] {
+	return d.embeddings.start(text, func() ([]float32, error) {
+		ctx := context.WithoutCancel(ctx) // later rows wait for it too
+		j, err := d.newEmbedJob(ctx, row, text)
+		if err == nil {
+			err = d.enqueue(ctx, seq, j)
+		}
+		if err != nil {
+			return nil, err
+		}
+		res, err := d.wait(ctx, j)
+		if err != nil {
+			return nil, err
+		}
+		return res.embeddings[0], nil
+	})
+}
+
+// meanOf is the mean of equal-length vectors.
+func meanOf(vs [][]float32) []float32 {
+	m := make([]float32, len(vs[0]))
+	for _, v := range vs {
+		for i, x := range v {
+			m[i] += x / float32(len(vs))
+		}
+	}
+	return m
+}
+
+// prepareShortlist prepares a row of more than contract.MaxOptions options for ManyShortlist:
+// its state's embedding job, and the options' embeddings (started unless cached); endShortlist ranks, cuts and runs the final pass.
+func (d *Decider) prepareShortlist(ctx context.Context, seq uint64, row contract.Row, method debias.Method, permute int) (*request, error) {
+	if _, ok := d.rt.(interface {
+		Embed(context.Context, []int32) ([]float32, int, error)
+	}); !ok {
+		return nil, fmt.Errorf("%w: shortlist ranks options by embedding, and the runtime %s reads none", ErrOptions, d.rt.Name())
+	}
+	state, err := embedText(row.State)
+	if err != nil {
+		return nil, fmt.Errorf("%w: state: %w", contract.ErrRow, err)
+	}
+	j, err := d.newEmbedJob(ctx, row, state)
+	if err != nil {
+		return nil, err
+	}
+	r := &request{seq: seq, row: row, start: time.Now(), method: method, jobs: []*job{j}, sl: &shortlistRequest{permute: permute}}
+	for _, o := range row.Options {
+		text := o.Description
+		if text == "" {
+			text = o.ID
+		}
+		r.sl.options = append(r.sl.options, d.startEmbedding(ctx, seq, row, text))
+	}
+	if d.opts.Detect {
+		if r.detect, err = d.newDetectJob(ctx, row); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// endShortlist waits for a shortlist's embeddings, ranks every option, keeps the best K in row
+// order, decides them in a final pass and builds the row's result: the final pass's seed
+// fields, Shortlist with the ranking and the distribution over all options, Probability the
+// chosen option's share of it.
+func (d *Decider) endShortlist(ctx context.Context, r *request) (*Result, error) {
+	sr, err := d.wait(ctx, r.jobs[0])
+	if err != nil {
+		return nil, err
+	}
+	opts := make([][]float32, len(r.sl.options))
+	for i, f := range r.sl.options {
+		if opts[i], err = f.wait(ctx); err != nil {
+			return nil, fmt.Errorf("option %q: embedding: %w", r.row.Options[i].ID, err)
+		}
+	}
+	scores := rankScores(sr.embeddings[0], opts)
+	k := d.opts.Knockout.Shortlist
+	if k == 0 {
+		k = DefaultShortlist
+	}
+	kept := topK(scores, k)
+	finalRow := subRow(r.row, kept)
+	fr, err := d.beginRow(ctx, r.seq, finalRow, r.method, r.sl.permute, false)
+	if err != nil {
+		return nil, fmt.Errorf("shortlist final pass: %w", err)
+	}
+	res, err := d.combine(ctx, fr)
+	if err != nil {
+		return nil, fmt.Errorf("shortlist final pass: %w", err)
+	}
+	out := *res
+	out.ID, out.Label = r.row.IDJSON(), r.row.Label
+	sl := &Shortlist{Ranker: ShortlistRanker, Tau: ShortlistTau, K: len(kept), Scoring: d.opts.Scoring(contract.MaxOptions)}
+	if res.Debias == nil {
+		sl.Scoring = "raw"
+	}
+	for i, o := range r.row.Options {
+		sl.Scores = append(sl.Scores, OptionScore{ID: o.ID, Score: scores[i]})
+	}
+	for _, i := range kept {
+		sl.Kept = append(sl.Kept, r.row.Options[i].ID)
+	}
+	out.Shortlist = sl
+	if err := out.settleShortlist(passLogprobs(res)); err != nil {
+		return nil, err
+	}
+	out.Stats.PromptTokens += sr.Stats.PromptTokens
+	out.Stats.DecodedTokens += sr.Stats.DecodedTokens
+	out.MS = float64(time.Since(r.start).Microseconds()) / 1000
+	return &out, nil
+}
+
+// rankScores is each option's cosine with the state, all centred by the options' mean.
+func rankScores(state []float32, opts [][]float32) []float64 {
+	mean := meanOf(opts)
+	q := centred(state, mean)
+	scores := make([]float64, len(opts))
+	for i, o := range opts {
+		scores[i] = cosine(q, centred(o, mean))
+	}
+	return scores
+}
+
+func centred(v, c []float32) []float64 {
+	out := make([]float64, len(v))
+	for i := range v {
+		out[i] = float64(v[i]) - float64(c[i])
+	}
+	return out
+}
+
+func cosine(a, b []float64) float64 {
+	var ab, aa, bb float64
+	for i := range a {
+		ab += a[i] * b[i]
+		aa += a[i] * a[i]
+		bb += b[i] * b[i]
+	}
+	if aa == 0 || bb == 0 {
+		return 0
+	}
+	return ab / math.Sqrt(aa*bb)
+}
+
+// topK is the indices of the k highest scores (ties: the earlier option), in row order.
+func topK(scores []float64, k int) []int {
+	idx := make([]int, len(scores))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		switch {
+		case scores[a] > scores[b]:
+			return -1
+		case scores[a] < scores[b]:
+			return 1
+		}
+		return 0
+	})
+	idx = idx[:min(k, len(idx))]
+	slices.Sort(idx)
+	return idx
+}
+
+// settleShortlist sets a shortlist result's KeptMass, Distribution, Chosen, ChosenLetter,
+// Probability and Correct from its Scores and Kept and the final pass's normalised
+// log-probabilities over Kept (final, in Kept's order).
+func (r *Result) settleShortlist(final []float64) error {
+	sl := r.Shortlist
+	if sl == nil || len(final) != len(sl.Kept) {
+		return fmt.Errorf("not a shortlist result: %d kept options and %d final log-probabilities", len(sl.Kept), len(final))
+	}
+	z := make([]float64, len(sl.Scores))
+	for i, s := range sl.Scores {
+		z[i] = s.Score / sl.Tau
+	}
+	rank := debias.Softmax(z)
+	kept := make(map[string]int, len(sl.Kept))
+	for k, id := range sl.Kept {
+		kept[id] = k
+	}
+	sl.KeptMass = 0
+	for i, s := range sl.Scores {
+		if _, ok := kept[s.ID]; ok {
+			sl.KeptMass += rank[i]
+		}
+	}
+	sl.Distribution = make([]OptionProbability, len(sl.Scores))
+	best := 0
+	for i, s := range sl.Scores {
+		p := rank[i]
+		if k, ok := kept[s.ID]; ok {
+			p = sl.KeptMass * math.Exp(final[k])
+		}
+		sl.Distribution[i] = OptionProbability{ID: s.ID, Probability: p}
+		if p > sl.Distribution[best].Probability {
+			best = i
+		}
+	}
+	r.Chosen, r.Probability = sl.Distribution[best].ID, sl.Distribution[best].Probability
+	for _, o := range r.Options {
+		if o.ID == r.Chosen {
+			r.ChosenLetter = o.Letter
+		}
+	}
+	r.Correct = nil
+	if r.Label != "" {
+		ok := r.Chosen == r.Label
+		r.Correct = &ok
+	}
+	return nil
+}
+
+// manyDistribution is the distribution over every option of a row of more than 16 options
+// decided by knockout or shortlist (Knockout.Distribution, Shortlist.Distribution), nil for
+// any other result.
+func (r *Result) manyDistribution() []OptionProbability {
+	switch {
+	case r.Knockout != nil:
+		return r.Knockout.Distribution
+	case r.Shortlist != nil:
+		return r.Shortlist.Distribution
+	}
+	return nil
+}
