@@ -125,3 +125,42 @@ func TestShortlistNeedsAnEmbedder(t *testing.T) {
 	_, err = gojev.New(ctx, rt, gojev.Options{Knockout: gojev.KnockoutOptions{Method: gojev.ManyShortlist, Shortlist: 17}})
 	assert.ErrorIs(t, err, gojev.ErrOptions)
 }
+
+// The in-process runtime's hidden state is read as its logits are: the same floats whether the
+// prompt's prefix came from the KV cache or was decoded with it, and the logits of the prompt
+// decoded next are unchanged by embeddings having been on (small model: n_embd 576).
+func TestEmbeddingsAreExactUnderPrefixReuse(t *testing.T) {
+	ctx := context.Background()
+	alone, err := backend.OpenInProcess(modelPath(t), backend.InProcessOptions{NThreads: 2, NoPrefixReuse: true})
+	require.NoError(t, err)
+	defer alone.Close()
+	reuse, err := backend.OpenInProcess(modelPath(t), backend.InProcessOptions{NThreads: 2})
+	require.NoError(t, err)
+	defer reuse.Close()
+	tok := func(s string) []int32 {
+		ts, err := alone.Tokenize(ctx, s, false)
+		require.NoError(t, err)
+		return ts
+	}
+	a, b := tok(`This sentence : "my card has not arrived" means in one word:"`), tok(`This sentence : "I was charged twice" means in one word:"`)
+	want, n, err := alone.Embed(ctx, b)
+	require.NoError(t, err)
+	assert.Len(t, want, 576)
+	assert.Equal(t, len(b), n)
+	_, _, err = reuse.Embed(ctx, a)
+	require.NoError(t, err)
+	got, n, err := reuse.Embed(ctx, b)
+	require.NoError(t, err)
+	assert.Less(t, n, len(b), "the shared prefix came from the cache")
+	assert.Equal(t, want, got)
+	other, _, err := alone.Embed(ctx, a)
+	require.NoError(t, err)
+	assert.NotEqual(t, want, other)
+
+	ids := []int32{1, 2, 3}
+	wantLogits, err := alone.NextToken(ctx, a, ids)
+	require.NoError(t, err)
+	gotLogits, err := reuse.NextToken(ctx, a, ids) // after an embedding read with embeddings on
+	require.NoError(t, err)
+	assert.Equal(t, wantLogits.Logits, gotLogits.Logits)
+}
