@@ -341,7 +341,7 @@ type KnockoutOptions struct {
 	Seed     uint64
 	// Shortlist is how many options ManyShortlist keeps for its final pass (2 to 16; 0 means
 	// DefaultShortlist).
-	Shortlist int
+	Shortlist int `json:",omitempty"`
 }
 
 // DefaultShortlist is how many options ManyShortlist keeps (KnockoutOptions.Shortlist 0).

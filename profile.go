@@ -15,9 +15,9 @@ func scoresOf(res *Result) []float64 {
 		return []float64{res.YesNo.PYes}
 	}
 	binary := res.Candidates != nil
-	if ko := res.Knockout; ko != nil {
-		lp := make([]float64, len(ko.Distribution))
-		for i, o := range ko.Distribution {
+	if dist := res.manyDistribution(); dist != nil {
+		lp := make([]float64, len(dist))
+		for i, o := range dist {
 			lp[i] = math.Log(o.Probability)
 		}
 		return lp
@@ -45,6 +45,9 @@ func scoringOf(res *Result) string {
 	}
 	if res.Knockout != nil {
 		return calibrate.KnockoutScoring(res.Knockout.Scoring)
+	}
+	if res.Shortlist != nil {
+		return calibrate.ShortlistScoring(res.Shortlist.Scoring)
 	}
 	if db := res.Debias; db != nil && db.Reading == ReadBothOrders {
 		if db.Method == debias.PriDe {
@@ -125,7 +128,7 @@ func (res *Result) applyScoring(p *calibrate.Profile, scoring string, sc *calibr
 func (res *Result) CalibrationScoring() string { return scoringOf(res) }
 
 // CalibrationScores are the scores a calibration map reads from the result, in row order: the
-// debiased log-probabilities under bias control, else the raw ones; a knockout's log
+// debiased log-probabilities under bias control, else the raw ones; a knockout's or shortlist's log
 // distribution; binary, p_yes values (a noul answer's one). Batch records of typed rows keep
 // them ("scores") so that jev calibrate fits a question's map without decoding again.
 func (res *Result) CalibrationScores() []float64 { return slices.Clone(scoresOf(res)) }
@@ -144,8 +147,8 @@ func (d *Decider) finishAs(res *Result, question string) *Result {
 
 // idAt is the id of option i in row order.
 func (res *Result) idAt(i int) string {
-	if res.Knockout != nil {
-		return res.Knockout.Distribution[i].ID
+	if dist := res.manyDistribution(); dist != nil {
+		return dist[i].ID
 	}
 	if res.Candidates != nil {
 		return res.Candidates[i].ID

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gojev/gojev"
 	"github.com/gojev/gojev/backend"
+	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
 )
@@ -163,4 +164,27 @@ func TestEmbeddingsAreExactUnderPrefixReuse(t *testing.T) {
 	gotLogits, err := reuse.NextToken(ctx, a, ids) // after an embedding read with embeddings on
 	require.NoError(t, err)
 	assert.Equal(t, wantLogits.Logits, gotLogits.Logits)
+}
+
+// A shortlist's distribution over every option is what a profile's map calibrates (scoring
+// "shortlist"): here a temperature of 2 over its log-probabilities.
+func TestShortlistIsCalibratedOverEveryOption(t *testing.T) {
+	ctx := context.Background()
+	rt, opts := shortlistRuntime(map[string]float64{"near one": 0.3})
+	m := calibrate.Map{Method: calibrate.Temperature, T: 2}
+	p := profileOf("shortlist", m)
+	p.Scorings["pride+shortlist"] = p.Scorings["shortlist"]
+	d, err := gojev.New(ctx, rt, gojev.Options{Calibration: p, Knockout: gojev.KnockoutOptions{Method: gojev.ManyShortlist}})
+	require.NoError(t, err)
+	defer d.Close()
+	res, err := d.Decide(ctx, contract.Row{ID: "r", State: "near one", Question: "q", Options: opts})
+	require.NoError(t, err)
+	require.NotNil(t, res.Calibration)
+	lp := make([]float64, len(res.Shortlist.Distribution))
+	for i, o := range res.Shortlist.Distribution {
+		lp[i] = math.Log(o.Probability) / 2
+	}
+	assert.InDeltaSlice(t, debias.Softmax(lp), res.Calibration.Probabilities, 1e-9)
+	assert.False(t, res.Uncalibrated)
+	assert.Equal(t, "shortlist", res.CalibrationScoring())
 }
