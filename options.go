@@ -330,22 +330,23 @@ const DefaultDetectThreshold = 0.5
 //     direct-options-v1 (or guarded) prompt under the Decider's bias control.
 //   - ManyShortlist: every option is ranked by the cosine between the hidden states of the
 //     row's state and of the option's text (the runtime's Embedder; option texts read once
-//     per Decider), the best Shortlist (default DefaultShortlist) are kept in row order, and
-//     they are decided as a row of their own under the Decider's contract and bias control
-//     (Result.Shortlist; docs/many-options.md).
+//     per Decider), the best ShortlistRerank are reread under binary-candidates-v1, the
+//     Shortlist (default DefaultShortlist) of highest p_yes are kept in row order and decided
+//     as a row of their own under the Decider's contract and bias control, and the choice
+//     combines the last two readings (Result.Shortlist; docs/many-options.md).
 //
 // The binary contract needs neither: it decides any count, one prompt per option.
 type KnockoutOptions struct {
 	Method   string
 	Grouping string
 	Seed     uint64
-	// Shortlist is how many options ManyShortlist keeps for its final pass (2 to 16; 0 means
-	// DefaultShortlist).
+	// Shortlist is how many of the reranked options ManyShortlist keeps for its final pass (2
+	// to 16; 0 means DefaultShortlist).
 	Shortlist int `json:",omitempty"`
 }
 
 // DefaultShortlist is how many options ManyShortlist keeps (KnockoutOptions.Shortlist 0).
-const DefaultShortlist = 8
+const DefaultShortlist = 4
 
 // KnockoutOptions.Method values.
 const (

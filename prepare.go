@@ -26,7 +26,13 @@ func (d *Decider) Render(ctx context.Context, row Row) ([]Prompt, error) {
 // render is Render for a row already validated (a decision's row, its permutations and
 // knockout passes: begin validates the row once).
 func (d *Decider) render(ctx context.Context, row Row) ([]Prompt, error) {
-	sets, binary, err := d.rowMessages(row)
+	return d.renderAs(ctx, row, false)
+}
+
+// renderAs is render, under the binary contract whatever the Decider's when asBinary (a
+// shortlist's rerank: one binary-candidates-v1 prompt per option).
+func (d *Decider) renderAs(ctx context.Context, row Row, asBinary bool) ([]Prompt, error) {
+	sets, binary, err := d.rowMessagesAs(row, asBinary)
 	if err != nil {
 		return nil, err
 	}
@@ -56,8 +62,13 @@ func (d *Decider) render(ctx context.Context, row Row) ([]Prompt, error) {
 // under a direct contract; under the binary contract (and for a row of more than 16 options
 // under ManyBinary) one per option, in option order (binary true).
 func (d *Decider) rowMessages(row Row) (sets [][]contract.ChatMessage, binary bool, err error) {
+	return d.rowMessagesAs(row, false)
+}
+
+// rowMessagesAs is rowMessages, under the binary contract when asBinary.
+func (d *Decider) rowMessagesAs(row Row, asBinary bool) (sets [][]contract.ChatMessage, binary bool, err error) {
 	c := d.opts.Contract
-	if d.binaryRow(len(row.Options)) {
+	if asBinary || d.binaryRow(len(row.Options)) {
 		c = Binary
 	}
 	evidence, err := contract.EvidenceJSON(row.State)

@@ -49,10 +49,11 @@ func (j *job) appendTokens(all [][]int32) [][]int32 {
 type jobKind uint8
 
 const (
-	jobDecision jobKind = iota // a row's decision prompts under the Decider's contract
-	jobDetect                  // the injection detector's prompt: Result.Suspect
-	jobNoul                    // a noul question's prompt (noul-v1): Result.YesNo
-	jobEmbed                   // texts read for their hidden state (backend.Embedder): the shortlist's ranker
+	jobDecision   jobKind = iota // a row's decision prompts under the Decider's contract
+	jobDetect                    // the injection detector's prompt: Result.Suspect
+	jobNoul                      // a noul question's prompt (noul-v1): Result.YesNo
+	jobEmbed                     // texts read for their hidden state (backend.Embedder): the shortlist's ranker
+	jobCandidates                // a row's options under binary-candidates-v1 whatever the contract: the shortlist's rerank
 )
 
 // prompt is one rendered prompt of a job and, once decoded, its readout.
@@ -476,7 +477,7 @@ func (d *Decider) score(j *job) *Result {
 		d.stats.prompts.Add(1)
 		d.stats.promptTokens.Add(int64(p.NTokens))
 		return res
-	case d.opts.Contract.lettered() && !d.binaryRow(len(j.row.Options)):
+	case j.kind != jobCandidates && d.opts.Contract.lettered() && !d.binaryRow(len(j.row.Options)):
 		p := j.prompts[0]
 		scores, chosen := contract.ScoreReadout(p.readout.Logprobs, p.readout.Logits, d.slots, j.row.Options)
 		res.PromptVersion, res.PromptSHA256 = d.opts.Contract.String(), p.SHA256

@@ -2,8 +2,8 @@ package gojev_test
 
 import (
 	"context"
-	"encoding/json"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,7 +13,6 @@ import (
 	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/calibrate"
 	"github.com/gojev/gojev/contract"
-	"github.com/gojev/gojev/debias"
 )
 
 // shortlistRuntime scripts 18 options on a circle (option i at angle 2πi/18, so their mean is
@@ -31,87 +30,74 @@ func shortlistRuntime(states map[string]float64) (*scripted, []contract.Option) 
 	return rt, opts
 }
 
-// A shortlist ranks every option by the cosine of its embedding with the state's (centred by
-// the options' mean: here the origin, so the cosine of their angles), keeps the best K in row
-// order, decides them in one direct pass and spreads the ranker's softmax(score/τ) over the
-// rest: each figure below is recomputed here from the angles.
-func TestShortlistKeepsTheNearestOptions(t *testing.T) {
+// A shortlist on the small model: the rerank reads the ranker's 16 best options, the final
+// pass the 4 of highest p_yes among them, the distribution covers every option and sums to 1,
+// and the options' embeddings are read once for every row asked at once: 18 option texts,
+// then per row its state, 16 binary prompts and one final pass.
+func TestShortlistOnTheSmallModel(t *testing.T) {
 	ctx := context.Background()
-	rt, opts := shortlistRuntime(map[string]float64{"near one": 0.3, "far side": math.Pi})
-	d, err := gojev.New(ctx, rt, gojev.Options{Knockout: gojev.KnockoutOptions{Method: gojev.ManyShortlist, Shortlist: 4}})
-	require.NoError(t, err)
-	defer d.Close()
-	res, err := d.Decide(ctx, contract.Row{ID: "r", State: "near one", Question: "q", Options: opts, Label: opts[1].ID})
-	require.NoError(t, err)
-	sl := res.Shortlist
-	require.NotNil(t, sl)
-	// Angles 0, 20, 40 and 340 degrees are the four nearest to 0.3 rad (17 degrees).
-	assert.Equal(t, []string{opts[0].ID, opts[1].ID, opts[2].ID, opts[17].ID}, sl.Kept)
-	assert.Equal(t, 4, sl.K)
-	assert.Len(t, res.Options, 4, "the final pass is a direct row of the kept options")
-	z := make([]float64, 18)
-	for i := range z {
-		assert.InDelta(t, math.Cos(2*math.Pi*float64(i)/18-0.3), sl.Scores[i].Score, 1e-6, "option %d", i)
-		z[i] = sl.Scores[i].Score / gojev.ShortlistTau
-	}
-	rank := debias.Softmax(z)
-	mass := rank[0] + rank[1] + rank[2] + rank[17]
-	assert.InDelta(t, mass, sl.KeptMass, 1e-12)
-	final := debias.Softmax([]float64{0, 2, 0, 0})
-	var sum float64
-	for i, o := range sl.Distribution {
-		want := rank[i]
-		switch i {
-		case 0, 1, 2:
-			want = mass * final[i]
-		case 17:
-			want = mass * final[3]
-		}
-		assert.InDelta(t, want, o.Probability, 1e-9, "option %d", i)
-		sum += o.Probability
-	}
-	assert.InDelta(t, 1, sum, 1e-9)
-	assert.Equal(t, opts[1].ID, res.Chosen)
-	assert.Equal(t, "B", res.ChosenLetter)
-	assert.InDelta(t, mass*final[1], res.Probability, 1e-9)
-	require.NotNil(t, res.Correct)
-	assert.True(t, *res.Correct)
-	assert.Equal(t, contract.PromptVersion, res.PromptVersion, "the final pass is a seed-contract record")
-	assert.Equal(t, int64(18+1+1), d.Stats().Prompts, "18 options and the state embedded, one final pass")
-
-	// The options' embeddings are the Decider's: the next row reads only its state.
-	res, err = d.Decide(ctx, contract.Row{ID: "r2", State: "far side", Question: "q", Options: opts})
-	require.NoError(t, err)
-	assert.Equal(t, []string{opts[7].ID, opts[8].ID, opts[9].ID, opts[10].ID}, res.Shortlist.Kept)
-	assert.Equal(t, int64(18+2+2), d.Stats().Prompts)
-	line, err := json.Marshal(res)
-	require.NoError(t, err)
-	var rec map[string]any
-	require.NoError(t, json.Unmarshal(line, &rec))
-	assert.Contains(t, rec["shortlist"], "kept_mass")
-	assert.Equal(t, "raw", res.Shortlist.Scoring, "no prior on a scripted runtime: the final pass is raw")
-	assert.Equal(t, "pride+shortlist", d.Options().Scoring(18), "what a profile is fitted for where a prior is at hand")
-}
-
-// Rows decided at once share their options' embeddings: each text is read once.
-func TestShortlistReadsEachOptionOnce(t *testing.T) {
-	ctx := context.Background()
-	rt, opts := shortlistRuntime(map[string]float64{"a": 0.1, "b": 1.1, "c": 2.1})
-	d, err := gojev.New(ctx, rt, gojev.Options{Knockout: gojev.KnockoutOptions{Method: gojev.ManyShortlist}})
-	require.NoError(t, err)
-	defer d.Close()
+	opts := manyOptions(18)
+	p := profileOf("shortlist", calibrate.Map{Method: calibrate.Temperature, T: 2})
+	p.Scorings["pride+shortlist"] = p.Scorings["shortlist"]
+	d := openDefault(t, gojev.Options{Calibration: p, Knockout: gojev.KnockoutOptions{Method: gojev.ManyShortlist}})
 	var calls []*gojev.Call
-	for _, s := range []string{"a", "b", "c"} {
-		c, err := d.Begin(ctx, contract.Row{ID: s, State: s, Question: "q", Options: opts})
+	for _, s := range []string{"my card was charged twice", "how do I top up", "I forgot my PIN"} {
+		c, err := d.Begin(ctx, contract.Row{ID: s, State: map[string]any{"message": s}, Question: "Which option?", Options: opts, Label: opts[3].ID})
 		require.NoError(t, err)
 		calls = append(calls, c)
 	}
 	for _, c := range calls {
 		res, err := c.Wait(ctx)
 		require.NoError(t, err)
-		assert.Len(t, res.Shortlist.Kept, gojev.DefaultShortlist)
+		sl := res.Shortlist
+		require.NotNil(t, sl)
+		scores := make([]float64, len(sl.Scores))
+		for i, s := range sl.Scores {
+			scores[i] = s.Score
+		}
+		require.Len(t, sl.Reranked, gojev.ShortlistRerank)
+		ranked := map[string]bool{}
+		for _, o := range sl.Reranked {
+			ranked[o.ID] = true
+		}
+		for _, s := range sl.Scores { // no option outside the rerank scores above one in it
+			if !ranked[s.ID] {
+				for _, o := range sl.Reranked {
+					assert.GreaterOrEqual(t, scores[idIndex(opts, o.ID)], s.Score)
+				}
+			}
+		}
+		require.Len(t, sl.Kept, gojev.DefaultShortlist)
+		for _, o := range sl.Reranked { // every kept option has a p_yes at least any other's
+			for _, k := range sl.Kept {
+				if !slices.Contains(sl.Kept, o.ID) {
+					assert.GreaterOrEqual(t, pYes(sl, k), o.PYes)
+				}
+			}
+		}
+		assert.Len(t, res.Options, gojev.DefaultShortlist, "the final pass is a direct row of the kept options")
+		assert.Equal(t, contract.PromptVersion, res.PromptVersion)
+		assert.Equal(t, contract.BinaryPromptVersion, sl.RerankPromptVersion)
+		var sum float64
+		for _, o := range sl.Distribution {
+			sum += o.Probability
+		}
+		assert.InDelta(t, 1, sum, 1e-9)
+		assert.Contains(t, sl.Kept, res.Chosen)
+		require.NotNil(t, res.Calibration, "its distribution is what the profile calibrates")
+		assert.Equal(t, "shortlist", res.CalibrationScoring())
+		assert.Len(t, res.Calibration.Probabilities, 18)
 	}
-	assert.Equal(t, int64(18+3*2), d.Stats().Prompts)
+	assert.Equal(t, int64(18+3*(1+16+1)), d.Stats().Prompts)
+}
+
+func idIndex(opts []contract.Option, id string) int {
+	return slices.IndexFunc(opts, func(o contract.Option) bool { return o.ID == id })
+}
+
+func pYes(sl *gojev.Shortlist, id string) float64 {
+	i := slices.IndexFunc(sl.Reranked, func(o gojev.RerankedOption) bool { return o.ID == id })
+	return sl.Reranked[i].PYes
 }
 
 // A runtime that reads no hidden states refuses shortlist rows, with ErrOptions.
@@ -166,25 +152,3 @@ func TestEmbeddingsAreExactUnderPrefixReuse(t *testing.T) {
 	assert.Equal(t, wantLogits.Logits, gotLogits.Logits)
 }
 
-// A shortlist's distribution over every option is what a profile's map calibrates (scoring
-// "shortlist"): here a temperature of 2 over its log-probabilities.
-func TestShortlistIsCalibratedOverEveryOption(t *testing.T) {
-	ctx := context.Background()
-	rt, opts := shortlistRuntime(map[string]float64{"near one": 0.3})
-	m := calibrate.Map{Method: calibrate.Temperature, T: 2}
-	p := profileOf("shortlist", m)
-	p.Scorings["pride+shortlist"] = p.Scorings["shortlist"]
-	d, err := gojev.New(ctx, rt, gojev.Options{Calibration: p, Knockout: gojev.KnockoutOptions{Method: gojev.ManyShortlist}})
-	require.NoError(t, err)
-	defer d.Close()
-	res, err := d.Decide(ctx, contract.Row{ID: "r", State: "near one", Question: "q", Options: opts})
-	require.NoError(t, err)
-	require.NotNil(t, res.Calibration)
-	lp := make([]float64, len(res.Shortlist.Distribution))
-	for i, o := range res.Shortlist.Distribution {
-		lp[i] = math.Log(o.Probability) / 2
-	}
-	assert.InDeltaSlice(t, debias.Softmax(lp), res.Calibration.Probabilities, 1e-9)
-	assert.False(t, res.Uncalibrated)
-	assert.Equal(t, "shortlist", res.CalibrationScoring())
-}
