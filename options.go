@@ -274,7 +274,7 @@ func (o Options) Scoring(k int) string {
 		case ManyKnockout:
 			return calibrate.KnockoutScoring(o.Scoring(contract.MaxOptions))
 		case ManyShortlist:
-			return calibrate.ShortlistScoring(o.Scoring(contract.MaxOptions))
+			return calibrate.ScoringShortlist
 		}
 		return calibrate.ScoringBinary
 	}
@@ -330,23 +330,22 @@ const DefaultDetectThreshold = 0.5
 //     direct-options-v1 (or guarded) prompt under the Decider's bias control.
 //   - ManyShortlist: every option is ranked by the cosine between the hidden states of the
 //     row's state and of the option's text (the runtime's Embedder; option texts read once
-//     per Decider), the best ShortlistRerank are reread under binary-candidates-v1, the
-//     Shortlist (default DefaultShortlist) of highest p_yes are kept in row order and decided
-//     as a row of their own under the Decider's contract and bias control, and the choice
-//     combines the last two readings (Result.Shortlist; docs/many-options.md).
+//     per Decider), and the best Shortlist (default DefaultShortlist) are decided under
+//     binary-candidates-v1, one yes/no prompt each, as ManyBinary decides every option
+//     (Result.Shortlist; docs/many-options.md).
 //
 // The binary contract needs neither: it decides any count, one prompt per option.
 type KnockoutOptions struct {
 	Method   string
 	Grouping string
 	Seed     uint64
-	// Shortlist is how many of the reranked options ManyShortlist keeps for its final pass (2
-	// to 16; 0 means DefaultShortlist).
+	// Shortlist is how many of the ranked options ManyShortlist decides (2 to 16; 0 means
+	// DefaultShortlist).
 	Shortlist int `json:",omitempty"`
 }
 
 // DefaultShortlist is how many options ManyShortlist keeps (KnockoutOptions.Shortlist 0).
-const DefaultShortlist = 4
+const DefaultShortlist = 16
 
 // KnockoutOptions.Method values.
 const (

@@ -47,7 +47,7 @@ func scoringOf(res *Result) string {
 		return calibrate.KnockoutScoring(res.Knockout.Scoring)
 	}
 	if res.Shortlist != nil {
-		return calibrate.ShortlistScoring(res.Shortlist.Scoring)
+		return calibrate.ScoringShortlist
 	}
 	if db := res.Debias; db != nil && db.Reading == ReadBothOrders {
 		if db.Method == debias.PriDe {

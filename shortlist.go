@@ -24,57 +24,31 @@ const ShortlistRanker = "embedding-eol-v1"
 // the sentence. Its special-token text is not parsed: a state cannot inject control tokens.
 const EmbedPrompt = `This sentence : "%s" means in one word:"`
 
-// ShortlistRerank is how many of the ranker's best options the shortlist rereads under
-// binary-candidates-v1 (one yes/no prompt each), to keep the best Shortlist of them by p_yes.
-const ShortlistRerank = 16
-
-// ShortlistFinalWeight weighs the final pass's log-probability against the rerank's log-odds
-// in the kept options' combined score, logit(p_yes) + ShortlistFinalWeight·log p_final: on 27
-// Banking77 training rows (77 intents) the rerank alone was right on 14, the final pass alone
-// on 12, the sum with weight 0.5 on 16.
-const ShortlistFinalWeight = 0.5
-
 // ShortlistTau is the temperature of the ranker's distribution over options
 // (softmax(score/ShortlistTau), score a cosine): the mass it puts on the options kept is the
 // chance that the gold option was kept (Shortlist.KeptMass).
 const ShortlistTau = 0.05
 
-// Shortlist is how a row of more than 16 options was decided by shortlist (Result.Shortlist).
+// Shortlist is how a row of more than 16 options was decided by shortlist (Result.Shortlist):
+// every option ranked by ShortlistRanker, the best K decided under binary-candidates-v1 (the
+// Result's Candidates and seed fields: one yes/no prompt per kept option, ranked by p_yes).
 type Shortlist struct {
-	// Ranker is ShortlistRanker; Tau ShortlistTau; K how many options the final pass decided.
+	// Ranker is ShortlistRanker; Tau ShortlistTau; K how many options were kept.
 	Ranker string  `json:"ranker"`
 	Tau    float64 `json:"tau"`
 	K      int     `json:"k"`
-	// Reranked are the ranker's best ShortlistRerank options, in row order, each with its
-	// binary-candidates-v1 reading (RerankPromptVersion): the K of highest p_yes are Kept.
-	RerankPromptVersion string           `json:"rerank_prompt_version"`
-	Reranked            []RerankedOption `json:"reranked"`
-	// FinalWeight is ShortlistFinalWeight.
-	FinalWeight float64 `json:"final_weight"`
-	// Scoring is the final pass's scoring (raw, pride, ...).
-	Scoring string `json:"scoring"`
 	// Scores is every option's ranking score (a cosine, -1 to 1), in row order.
 	Scores []OptionScore `json:"scores"`
-	// Kept are the ids of the options the final pass decided, in row order.
+	// Kept are the ids of the options the binary contract decided, in row order.
 	Kept []string `json:"kept"`
-	// RerankMass is the ranker's probability that the gold option is among Reranked (the sum
-	// over them of softmax(score/Tau)), KeptMass the rerank's that it is among Kept (the sum
-	// over Kept of p_yes, normalised over Reranked).
-	RerankMass float64 `json:"rerank_mass"`
-	KeptMass   float64 `json:"kept_mass"`
-	// Distribution is one probability per option of the row, in row order, summing to 1, each
-	// stage spreading what the one before gave it: an option the ranker cut gets its share of
-	// softmax(score/Tau); a reranked option that was not kept RerankMass times its normalised
-	// p_yes; a kept option RerankMass·KeptMass times the softmax over Kept of its combined
-	// score, logit(p_yes) + FinalWeight·log p_final. The choice is the best kept option.
+	// KeptMass is the ranker's probability that the gold option is among Kept: the sum over
+	// Kept of softmax(score/Tau).
+	KeptMass float64 `json:"kept_mass"`
+	// Distribution is one probability per option of the row, in row order, summing to 1: a
+	// kept option's is KeptMass times its p_yes normalised over Kept; a cut option's its share
+	// of the ranker's distribution, softmax(score/Tau). Its argmax is the kept option of
+	// highest p_yes, the row's choice.
 	Distribution []OptionProbability `json:"distribution"`
-}
-
-// RerankedOption is an option's binary-candidates-v1 reading in a shortlist's rerank.
-type RerankedOption struct {
-	ID           string  `json:"id"`
-	PYes         float64 `json:"p_yes"`
-	PromptSHA256 string  `json:"prompt_sha256"`
 }
 
 // OptionScore is an option's ranking score (Shortlist.Scores).
@@ -196,11 +170,11 @@ func (d *Decider) prepareShortlist(ctx context.Context, seq uint64, row contract
 	return r, nil
 }
 
-// endShortlist waits for a shortlist's embeddings and ranks every option; rereads the best
-// ShortlistRerank under binary-candidates-v1; keeps the K of highest p_yes in row order,
-// decides them in a final pass and builds the row's result: the final pass's seed fields,
-// Shortlist with every stage's readings and the distribution over all options, Probability
-// the chosen option's share of it.
+// endShortlist waits for a shortlist's embeddings, ranks every option, keeps the best K in
+// row order and decides them under binary-candidates-v1 (one yes/no prompt each, whatever the
+// Decider's contract), and builds the row's result: the binary decision's seed fields,
+// Shortlist with the ranking and the distribution over all options, Probability the chosen
+// option's share of it.
 func (d *Decider) endShortlist(ctx context.Context, r *request) (*Result, error) {
 	sr, err := d.wait(ctx, r.jobs[0])
 	if err != nil {
@@ -212,69 +186,42 @@ func (d *Decider) endShortlist(ctx context.Context, r *request) (*Result, error)
 			return nil, fmt.Errorf("option %q: embedding: %w", r.row.Options[i].ID, err)
 		}
 	}
-	scores := rankScores(sr.embeddings[0], opts)
 	if d.bslotsErr != nil {
-		return nil, fmt.Errorf("a shortlist rereads options under %s, and %w", contract.BinaryPromptVersion, d.bslotsErr)
+		return nil, fmt.Errorf("a shortlist decides its options under %s, and %w", contract.BinaryPromptVersion, d.bslotsErr)
 	}
-	reranked := topK(scores, ShortlistRerank)
-	rerankRow := subRow(r.row, reranked)
-	rj, err := d.newJobOf(ctx, rerankRow, jobCandidates, func() ([]Prompt, error) { return d.renderAs(ctx, rerankRow, true) })
-	if err == nil {
-		err = d.enqueue(ctx, r.seq, rj)
-	}
-	var rr *Result
-	if err == nil {
-		rr, err = d.wait(ctx, rj)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("shortlist rerank: %w", err)
-	}
-	pyes := make([]float64, len(rr.Candidates))
-	for i, c := range rr.Candidates {
-		pyes[i] = c.PYes
-	}
+	scores := rankScores(sr.embeddings[0], opts)
 	k := d.opts.Knockout.Shortlist
 	if k == 0 {
 		k = DefaultShortlist
 	}
-	var kept []int
-	for _, i := range topK(pyes, k) {
-		kept = append(kept, reranked[i])
+	kept := topK(scores, k)
+	keptRow := subRow(r.row, kept)
+	j, err := d.newJobOf(ctx, keptRow, jobCandidates, func() ([]Prompt, error) { return d.renderAs(ctx, keptRow, true) })
+	if err == nil {
+		err = d.enqueue(ctx, r.seq, j)
 	}
-	slices.Sort(kept)
-	finalRow := subRow(r.row, kept)
-	fr, err := d.beginRow(ctx, r.seq, finalRow, r.method, r.sl.permute, false)
-	if err != nil {
-		return nil, fmt.Errorf("shortlist final pass: %w", err)
+	var res *Result
+	if err == nil {
+		res, err = d.wait(ctx, j)
 	}
-	res, err := d.combine(ctx, fr)
 	if err != nil {
-		return nil, fmt.Errorf("shortlist final pass: %w", err)
+		return nil, fmt.Errorf("shortlist: %w", err)
 	}
 	out := *res
 	out.ID, out.Label = r.row.IDJSON(), r.row.Label
-	sl := &Shortlist{Ranker: ShortlistRanker, Tau: ShortlistTau, K: len(kept), Scoring: d.opts.Scoring(contract.MaxOptions),
-		RerankPromptVersion: contract.BinaryPromptVersion, FinalWeight: ShortlistFinalWeight}
-	if res.Debias == nil {
-		sl.Scoring = "raw"
-	}
+	sl := &Shortlist{Ranker: ShortlistRanker, Tau: ShortlistTau, K: len(kept)}
 	for i, o := range r.row.Options {
 		sl.Scores = append(sl.Scores, OptionScore{ID: o.ID, Score: scores[i]})
-	}
-	for _, c := range rr.Candidates {
-		sl.Reranked = append(sl.Reranked, RerankedOption{ID: c.ID, PYes: c.PYes, PromptSHA256: c.PromptSHA256})
 	}
 	for _, i := range kept {
 		sl.Kept = append(sl.Kept, r.row.Options[i].ID)
 	}
 	out.Shortlist = sl
-	if err := out.settleShortlist(passLogprobs(res)); err != nil {
+	if err := out.settleShortlist(); err != nil {
 		return nil, err
 	}
-	for _, x := range []*Result{sr, rr} {
-		out.Stats.PromptTokens += x.Stats.PromptTokens
-		out.Stats.DecodedTokens += x.Stats.DecodedTokens
-	}
+	out.Stats.PromptTokens += sr.Stats.PromptTokens
+	out.Stats.DecodedTokens += sr.Stats.DecodedTokens
 	out.MS = float64(time.Since(r.start).Microseconds()) / 1000
 	return &out, nil
 }
@@ -331,14 +278,13 @@ func topK(scores []float64, k int) []int {
 	return idx
 }
 
-// settleShortlist sets a shortlist result's RerankMass, KeptMass, Distribution, Chosen,
-// ChosenLetter, Probability and Correct from its Scores, Reranked and Kept and the final
-// pass's normalised log-probabilities over Kept (final, in Kept's order), by the rule
-// Shortlist.Distribution states.
-func (r *Result) settleShortlist(final []float64) error {
+// settleShortlist sets a shortlist result's KeptMass, Distribution, Chosen, Probability and
+// Correct from its Scores, Kept and Candidates (the kept options' p_yes, in Kept's order), by
+// the rule Shortlist.Distribution states.
+func (r *Result) settleShortlist() error {
 	sl := r.Shortlist
-	if sl == nil || len(final) != len(sl.Kept) || len(sl.Kept) == 0 {
-		return fmt.Errorf("not a shortlist result: %d final log-probabilities for the kept options", len(final))
+	if sl == nil || len(r.Candidates) != len(sl.Kept) || len(sl.Kept) == 0 {
+		return fmt.Errorf("not a shortlist result: %d candidates for the kept options", len(r.Candidates))
 	}
 	z := make([]float64, len(sl.Scores))
 	for i, s := range sl.Scores {
@@ -349,33 +295,22 @@ func (r *Result) settleShortlist(final []float64) error {
 	for i, s := range sl.Scores {
 		p[s.ID] = rank[i]
 	}
-	sl.RerankMass, sl.KeptMass = 0, 0
+	sl.KeptMass = 0
 	var yes float64
-	for _, o := range sl.Reranked {
-		sl.RerankMass += p[o.ID]
-		yes += o.PYes
-	}
-	for _, o := range sl.Reranked {
-		p[o.ID] = sl.RerankMass / float64(len(sl.Reranked)) // no yes anywhere: evenly
-		if yes > 0 {
-			p[o.ID] = sl.RerankMass * o.PYes / yes
-		}
-	}
-	combined := make([]float64, len(sl.Kept))
 	for k, id := range sl.Kept {
-		sl.KeptMass += p[id] / sl.RerankMass
-		i := slices.IndexFunc(sl.Reranked, func(o RerankedOption) bool { return o.ID == id })
-		if i < 0 {
-			return fmt.Errorf("not a shortlist result: kept option %q was not reranked", id)
+		if r.Candidates[k].ID != id {
+			return fmt.Errorf("not a shortlist result: candidate %d is %q, kept option %q", k, r.Candidates[k].ID, id)
 		}
-		py := min(max(sl.Reranked[i].PYes, 1e-12), 1-1e-12)
-		combined[k] = math.Log(py) - math.Log1p(-py) + sl.FinalWeight*final[k]
+		sl.KeptMass += p[id]
+		yes += r.Candidates[k].PYes
 	}
-	share := debias.Softmax(combined)
 	best := 0
-	for k, id := range sl.Kept {
-		p[id] = sl.RerankMass * sl.KeptMass * share[k]
-		if share[k] > share[best] {
+	for k, c := range r.Candidates {
+		p[c.ID] = sl.KeptMass / float64(len(sl.Kept)) // no yes anywhere: evenly
+		if yes > 0 {
+			p[c.ID] = sl.KeptMass * c.PYes / yes
+		}
+		if c.PYes > r.Candidates[best].PYes {
 			best = k
 		}
 	}
@@ -383,13 +318,8 @@ func (r *Result) settleShortlist(final []float64) error {
 	for i, s := range sl.Scores {
 		sl.Distribution[i] = OptionProbability{ID: s.ID, Probability: p[s.ID]}
 	}
-	r.Chosen, r.Probability = sl.Kept[best], p[sl.Kept[best]]
-	r.ChosenLetter = ""
-	for _, o := range r.Options {
-		if o.ID == r.Chosen {
-			r.ChosenLetter = o.Letter
-		}
-	}
+	r.Chosen = r.Candidates[best].ID
+	r.Probability = p[r.Chosen]
 	r.Correct = nil
 	if r.Label != "" {
 		ok := r.Chosen == r.Label

@@ -27,39 +27,33 @@ func TestRankScoresCentreByTheOptions(t *testing.T) {
 	assert.InDeltaSlice(t, []float64{c, -c}, got, 1e-12)
 }
 
-// settleShortlist spreads each stage's mass by the next stage's reading, as
-// Shortlist.Distribution states, recomputed here by hand for five options: the ranker cut e,
-// the rerank read a to d and kept b and c, and the final pass read b and c.
-func TestSettleShortlistSpreadsEachStage(t *testing.T) {
-	sl := &Shortlist{Tau: 0.1, FinalWeight: 0.5, Kept: []string{"b", "c"},
-		Scores:   []OptionScore{{"a", 0.2}, {"b", 0.4}, {"c", 0.3}, {"d", 0.1}, {"e", -0.2}},
-		Reranked: []RerankedOption{{ID: "a", PYes: 0.1}, {ID: "b", PYes: 0.6}, {ID: "c", PYes: 0.3}, {ID: "d", PYes: 0.05}}}
-	res := &Result{Label: "c", Shortlist: sl, Options: []contract.OptionScore{{ID: "b", Letter: "A"}, {ID: "c", Letter: "B"}}}
-	final := debias.LogSoftmax([]float64{0, 2}) // the final pass prefers c
-	require.NoError(t, res.settleShortlist(final))
+// settleShortlist gives the ranker's cut options their share of softmax(score/τ) and the kept
+// options the rest by their p_yes, recomputed here by hand for five options of which three
+// were kept; the choice is the kept option of highest p_yes.
+func TestSettleShortlistSpreadsTheRankersMass(t *testing.T) {
+	sl := &Shortlist{Tau: 0.1, Kept: []string{"a", "b", "d"},
+		Scores: []OptionScore{{"a", 0.2}, {"b", 0.4}, {"c", 0.1}, {"d", 0.3}, {"e", -0.2}}}
+	res := &Result{Label: "d", Shortlist: sl, Candidates: []contract.CandidateScore{
+		{ID: "a", BinaryScore: contract.BinaryScore{PYes: 0.1}},
+		{ID: "b", BinaryScore: contract.BinaryScore{PYes: 0.6}},
+		{ID: "d", BinaryScore: contract.BinaryScore{PYes: 0.3}}}}
+	require.NoError(t, res.settleShortlist())
 
-	rank := debias.Softmax([]float64{2, 4, 3, 1, -2})
-	rerankMass := rank[0] + rank[1] + rank[2] + rank[3]
-	yes := 0.1 + 0.6 + 0.3 + 0.05
-	keptMass := (0.6 + 0.3) / yes
-	logit := func(p float64) float64 { return math.Log(p / (1 - p)) }
-	share := debias.Softmax([]float64{logit(0.6) + 0.5*final[0], logit(0.3) + 0.5*final[1]})
-	want := []float64{rerankMass * 0.1 / yes, rerankMass * keptMass * share[0], rerankMass * keptMass * share[1], rerankMass * 0.05 / yes, rank[4]}
+	rank := debias.Softmax([]float64{2, 4, 1, 3, -2})
+	mass := rank[0] + rank[1] + rank[3]
+	want := []float64{mass * 0.1, mass * 0.6, rank[2], mass * 0.3, rank[4]} // p_yes sum to 1 here
 	var sum float64
 	for i, o := range sl.Distribution {
 		assert.InDelta(t, want[i], o.Probability, 1e-12, o.ID)
 		sum += o.Probability
 	}
 	assert.InDelta(t, 1, sum, 1e-12)
-	assert.InDelta(t, rerankMass, sl.RerankMass, 1e-12)
-	assert.InDelta(t, keptMass, sl.KeptMass, 1e-12)
-	// b: logit(0.6) + 0.5·log p = 0.405 - 1.063; c: -0.847 - 0.063: b wins on the combined score.
+	assert.InDelta(t, mass, sl.KeptMass, 1e-12)
 	assert.Equal(t, "b", res.Chosen)
-	assert.Equal(t, "A", res.ChosenLetter)
 	assert.InDelta(t, want[1], res.Probability, 1e-12)
 	require.NotNil(t, res.Correct)
 	assert.False(t, *res.Correct)
 
-	sl.Kept = []string{"e", "b"}
-	assert.Error(t, res.settleShortlist(final), "a kept option the rerank never read")
+	sl.Kept = []string{"a", "c", "d"}
+	assert.Error(t, res.settleShortlist(), "the candidates are not the kept options")
 }

@@ -30,16 +30,15 @@ func shortlistRuntime(states map[string]float64) (*scripted, []contract.Option) 
 	return rt, opts
 }
 
-// A shortlist on the small model: the rerank reads the ranker's 16 best options, the final
-// pass the 4 of highest p_yes among them, the distribution covers every option and sums to 1,
-// and the options' embeddings are read once for every row asked at once: 18 option texts,
-// then per row its state, 16 binary prompts and one final pass.
+// A shortlist on the small model: the binary contract decides the ranker's 16 best options
+// (no option outside them scores above one in them), the distribution covers every option
+// and sums to 1, a profile calibrates it, and the options' embeddings are read once for every
+// row asked at once: 18 option texts, then per row its state and 16 binary prompts.
 func TestShortlistOnTheSmallModel(t *testing.T) {
 	ctx := context.Background()
 	opts := manyOptions(18)
-	p := profileOf("shortlist", calibrate.Map{Method: calibrate.Temperature, T: 2})
-	p.Scorings["pride+shortlist"] = p.Scorings["shortlist"]
-	d := openDefault(t, gojev.Options{Calibration: p, Knockout: gojev.KnockoutOptions{Method: gojev.ManyShortlist}})
+	d := openDefault(t, gojev.Options{Calibration: profileOf("shortlist", calibrate.Map{Method: calibrate.Temperature, T: 2}),
+		Knockout: gojev.KnockoutOptions{Method: gojev.ManyShortlist}})
 	var calls []*gojev.Call
 	for _, s := range []string{"my card was charged twice", "how do I top up", "I forgot my PIN"} {
 		c, err := d.Begin(ctx, contract.Row{ID: s, State: map[string]any{"message": s}, Question: "Which option?", Options: opts, Label: opts[3].ID})
@@ -51,53 +50,31 @@ func TestShortlistOnTheSmallModel(t *testing.T) {
 		require.NoError(t, err)
 		sl := res.Shortlist
 		require.NotNil(t, sl)
-		scores := make([]float64, len(sl.Scores))
-		for i, s := range sl.Scores {
-			scores[i] = s.Score
-		}
-		require.Len(t, sl.Reranked, gojev.ShortlistRerank)
-		ranked := map[string]bool{}
-		for _, o := range sl.Reranked {
-			ranked[o.ID] = true
-		}
-		for _, s := range sl.Scores { // no option outside the rerank scores above one in it
-			if !ranked[s.ID] {
-				for _, o := range sl.Reranked {
-					assert.GreaterOrEqual(t, scores[idIndex(opts, o.ID)], s.Score)
-				}
-			}
-		}
 		require.Len(t, sl.Kept, gojev.DefaultShortlist)
-		for _, o := range sl.Reranked { // every kept option has a p_yes at least any other's
-			for _, k := range sl.Kept {
-				if !slices.Contains(sl.Kept, o.ID) {
-					assert.GreaterOrEqual(t, pYes(sl, k), o.PYes)
+		for _, s := range sl.Scores {
+			if !slices.Contains(sl.Kept, s.ID) {
+				for _, id := range sl.Kept {
+					assert.GreaterOrEqual(t, sl.Scores[idIndex(opts, id)].Score, s.Score)
 				}
 			}
 		}
-		assert.Len(t, res.Options, gojev.DefaultShortlist, "the final pass is a direct row of the kept options")
-		assert.Equal(t, contract.PromptVersion, res.PromptVersion)
-		assert.Equal(t, contract.BinaryPromptVersion, sl.RerankPromptVersion)
+		assert.Equal(t, contract.BinaryPromptVersion, res.PromptVersion)
+		require.Len(t, res.Candidates, gojev.DefaultShortlist)
+		assert.Equal(t, 1, res.Candidates[slices.IndexFunc(res.Candidates, func(c contract.CandidateScore) bool { return c.ID == res.Chosen })].Rank)
 		var sum float64
 		for _, o := range sl.Distribution {
 			sum += o.Probability
 		}
 		assert.InDelta(t, 1, sum, 1e-9)
-		assert.Contains(t, sl.Kept, res.Chosen)
 		require.NotNil(t, res.Calibration, "its distribution is what the profile calibrates")
 		assert.Equal(t, "shortlist", res.CalibrationScoring())
 		assert.Len(t, res.Calibration.Probabilities, 18)
 	}
-	assert.Equal(t, int64(18+3*(1+16+1)), d.Stats().Prompts)
+	assert.Equal(t, int64(18+3*(1+16)), d.Stats().Prompts)
 }
 
 func idIndex(opts []contract.Option, id string) int {
 	return slices.IndexFunc(opts, func(o contract.Option) bool { return o.ID == id })
-}
-
-func pYes(sl *gojev.Shortlist, id string) float64 {
-	i := slices.IndexFunc(sl.Reranked, func(o gojev.RerankedOption) bool { return o.ID == id })
-	return sl.Reranked[i].PYes
 }
 
 // A runtime that reads no hidden states refuses shortlist rows, with ErrOptions.
@@ -151,4 +128,3 @@ func TestEmbeddingsAreExactUnderPrefixReuse(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, wantLogits.Logits, gotLogits.Logits)
 }
-

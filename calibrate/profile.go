@@ -28,6 +28,7 @@ const (
 	ScoringPriDe      = "pride"      // direct, PriDe's prior divided out
 	ScoringCyclic     = "cyclic"     // direct, all k cyclic permutations averaged
 	ScoringBinary     = "binary"     // binary-candidates-v1, each candidate's p_yes
+	ScoringShortlist  = "shortlist"  // a shortlist's distribution over every option (gojev.Shortlist)
 	ScoringContextual = "contextual" // binary, p_yes after contextual calibration
 	ScoringNoul       = "noul"       // noul-v1, a yes/no question's p_yes (a binary map)
 	ScoringReverse    = "reverse"    // direct, a score's rubric read listed and reversed, combined ("pride+reverse": each read debiased first)
@@ -69,16 +70,6 @@ func KnockoutScoring(passes string) string {
 		return "knockout"
 	}
 	return passes + "+knockout"
-}
-
-// ShortlistScoring names the scoring of a shortlist's distribution (a row of more than 16
-// options ranked, cut and decided in one final pass) whose final pass was scored under final:
-// "shortlist" for a raw pass, else "<final>+shortlist" ("pride+shortlist").
-func ShortlistScoring(final string) string {
-	if final == ScoringRaw {
-		return "shortlist"
-	}
-	return final + "+shortlist"
 }
 
 // Errors of profiles, testable with errors.Is.

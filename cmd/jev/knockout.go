@@ -19,8 +19,8 @@ type knockoutFlags struct {
 }
 
 func (f *knockoutFlags) register(fs *cli.FlagSet) {
-	cli.String(fs, &f.many, "many", gojev.ManyBinary, "how the direct contract decides a row of 17 to 256 options: `scheme` binary (binary-candidates-v1: one yes/no prompt per option, ranked by p_yes; one prompt per option), knockout (direct prompts over groups of at most 16, then a final pass among the groups' best; about n/16 + 1 prompts) or shortlist (every option ranked by the cosine of its hidden state with the state's, the best 16 reread under the binary contract, the --shortlist of highest p_yes decided in one direct prompt; 18 prompts a row, and one short prompt per distinct option text once)")
-	cli.Int(fs, &f.keep, "shortlist", gojev.DefaultShortlist, "with --many shortlist: how many of the reranked options the final pass decides (`k`, 2 to 16)")
+	cli.String(fs, &f.many, "many", gojev.ManyBinary, "how the direct contract decides a row of 17 to 256 options: `scheme` binary (binary-candidates-v1: one yes/no prompt per option, ranked by p_yes; one prompt per option), knockout (direct prompts over groups of at most 16, then a final pass among the groups' best; about n/16 + 1 prompts) or shortlist (every option ranked by the cosine of its hidden state with the state's, the best --shortlist decided under the binary contract; 17 prompts a row, and one short prompt per distinct option text once)")
+	cli.Int(fs, &f.keep, "shortlist", gojev.DefaultShortlist, "with --many shortlist: how many of the ranked options the binary contract decides (`k`, 2 to 16)")
 	cli.String(fs, &f.grouping, "knockout-grouping", knockout.Shuffle, "with --many knockout: how a row of 17 to 256 options is split into passes of at most 16: `grouping` shuffle (seeded by --knockout-seed and the row's option ids), file (the row's order) or length (balanced by description length)")
 	cli.Func(fs, "knockout-seed", "`seed` of --knockout-grouping shuffle (default 0)", func(v string) error {
 		_, err := fmt.Sscanf(v, "%d", &f.seed)

@@ -235,8 +235,9 @@ func decision(r *batch.Record, key, chosen string, raw bool) Decision {
 		return d
 	}
 	if sl := r.Shortlist; sl != nil {
-		// Scored by its distribution over every option, as a knockout is.
-		d.Scoring = calibrate.ShortlistScoring(sl.Scoring)
+		// Scored by its distribution over every option, as a knockout is; its candidates'
+		// p_yes are the kept options' only.
+		d.Scoring, d.Sample.Binary = calibrate.ScoringShortlist, false
 		for i, o := range sl.Distribution {
 			if o.ID == r.Label {
 				d.Sample.Label = i
