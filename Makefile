@@ -20,7 +20,8 @@
 #                   the runs so far (gunzip them into CAL_OUT to continue)
 #   make knockout   the 77-option table: KO_ROWS (300) Banking77 rows with every intent an option,
 #                   decided by the knockout, cut to 16 and to 8 options, and the first KO_SUB (100)
-#                   with PriDe, with the length grouping and by the binary contract, into KO_OUT
+#                   with PriDe, with the length grouping, by the binary contract and by the
+#                   shortlist (--many shortlist; measurements/shortlist.py), into KO_OUT
 #                   (out/ko), each run resumable (rerun to continue); about 5.5 hours on 2 cores
 #   make typed      the typed questions' figures (docs/typed-questions.md): choice and noul on 200
 #                   held-out Banking77 rows, score on AFINN word sentiment in both rubric orders,
@@ -166,9 +167,11 @@ knockout: build model
 	d --debias none --many knockout -i $(KO_OUT)/b77-77.jsonl -o $(KO_OUT)/knockout.jsonl; \
 	d --debias pride --many knockout --prior $(KO_OUT)/prior.json -i $(KO_OUT)/b77-77-sub.jsonl -o $(KO_OUT)/knockout-pride-sub.jsonl; \
 	d --debias none --many knockout --knockout-grouping length -i $(KO_OUT)/b77-77-sub.jsonl -o $(KO_OUT)/knockout-length-sub.jsonl; \
-	d --contract binary -i $(KO_OUT)/b77-77-sub.jsonl -o $(KO_OUT)/binary-sub.jsonl
+	d --contract binary -i $(KO_OUT)/b77-77-sub.jsonl -o $(KO_OUT)/binary-sub.jsonl; \
+	d --many shortlist -i $(KO_OUT)/b77-77-sub.jsonl -o $(KO_OUT)/shortlist-sub.jsonl
+	python3 measurements/shortlist.py $(KO_OUT)/shortlist-sub.jsonl
 	$(JEV) report $(KO_OUT)/knockout.jsonl=knockout $(KO_OUT)/cut16.jsonl=cut16 $(KO_OUT)/cut8.jsonl=cut8 --json $(KO_OUT)/report.json
-	$(JEV) report $(KO_OUT)/knockout.jsonl=knockout $(KO_OUT)/knockout-pride-sub.jsonl=knockout-pride $(KO_OUT)/knockout-length-sub.jsonl=knockout-length $(KO_OUT)/binary-sub.jsonl=binary
+	$(JEV) report $(KO_OUT)/knockout.jsonl=knockout $(KO_OUT)/knockout-pride-sub.jsonl=knockout-pride $(KO_OUT)/knockout-length-sub.jsonl=knockout-length $(KO_OUT)/binary-sub.jsonl=binary $(KO_OUT)/shortlist-sub.jsonl=shortlist
 
 POOL_OUT ?= out/tasks
 POOL_ROWS ?= 150
