@@ -106,7 +106,8 @@ type Run struct {
 	Name    string
 	Variant string // "", "uncalibrated" or "raw" (see Load)
 	Path    string
-	// PromptVersion is the contract of the file's first decision.
+	// PromptVersion is the contract the run decided under (its run file's), else that of the
+	// file's first decision.
 	PromptVersion string
 	Meta          *batch.RunFile
 	Rows          int
@@ -139,7 +140,10 @@ func Load(path, name string) ([]*Run, error) {
 	all := []*Run{main, uncal, raw}
 	if m, err := batch.ReadRunFile(batch.RunFilePath(path)); err == nil {
 		for _, r := range all {
-			r.Meta = m
+			// The run's contract, which a profile fitted on it serves: its records may name
+			// another (rows of more than 16 options read under binary-candidates-v1 by a
+			// direct run).
+			r.Meta, r.PromptVersion = m, m.PromptVersion
 		}
 	}
 	entries, _, err := batch.ReadEntries(f)
