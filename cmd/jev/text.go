@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -55,7 +54,7 @@ func textLines(color bool) func(rec any) ([]byte, error) {
 			case r.Knockout != nil:
 				fmt.Fprintf(&b, " (knockout, %d passes)", len(r.Knockout.Passes))
 			case r.Shortlist != nil:
-				fmt.Fprintf(&b, " (%s of shortlist %d)", cmp.Or(r.ChosenLetter, "cut"), r.Shortlist.K)
+				fmt.Fprintf(&b, " (shortlist: %d of %d options read)", r.Shortlist.K, len(r.Shortlist.Scores))
 			case r.ChosenLetter != "":
 				fmt.Fprintf(&b, " (%s)", r.ChosenLetter)
 			}
