@@ -24,6 +24,13 @@ const ShortlistRanker = "embedding-eol-v1"
 // the sentence. Its special-token text is not parsed: a state cannot inject control tokens.
 const EmbedPrompt = `This sentence : "%s" means in one word:"`
 
+// ShortlistKappa sharpens the binary readings into the kept options' shares of KeptMass:
+// softmax(ShortlistKappa·logit(p_yes)) over the kept options. The default model's p_yes over
+// 16 near rivals are flat (0.33 to 0.52 on a Banking77 row); 8 maximises the likelihood of the
+// gold intent on 34 Banking77 training rows (train.csv, none of the test rows), and on the 100
+// held-out test rows it gives ECE 0.054 where p_yes normalised as they are gives 0.49.
+const ShortlistKappa = 8.0
+
 // ShortlistTau is the temperature of the ranker's distribution over options
 // (softmax(score/ShortlistTau), score a cosine): the mass it puts on the options kept is the
 // chance that the gold option was kept (Shortlist.KeptMass).
@@ -33,9 +40,11 @@ const ShortlistTau = 0.05
 // every option ranked by ShortlistRanker, the best K decided under binary-candidates-v1 (the
 // Result's Candidates and seed fields: one yes/no prompt per kept option, ranked by p_yes).
 type Shortlist struct {
-	// Ranker is ShortlistRanker; Tau ShortlistTau; K how many options were kept.
+	// Ranker is ShortlistRanker; Tau ShortlistTau; Kappa ShortlistKappa; K how many options
+	// were kept.
 	Ranker string  `json:"ranker"`
 	Tau    float64 `json:"tau"`
+	Kappa  float64 `json:"kappa"`
 	K      int     `json:"k"`
 	// Scores is every option's ranking score (a cosine, -1 to 1), in row order.
 	Scores []OptionScore `json:"scores"`
@@ -45,9 +54,9 @@ type Shortlist struct {
 	// Kept of softmax(score/Tau).
 	KeptMass float64 `json:"kept_mass"`
 	// Distribution is one probability per option of the row, in row order, summing to 1: a
-	// kept option's is KeptMass times its p_yes normalised over Kept; a cut option's its share
-	// of the ranker's distribution, softmax(score/Tau). Its argmax is the kept option of
-	// highest p_yes, the row's choice.
+	// kept option's is KeptMass times its share softmax(Kappa·logit(p_yes)) over Kept; a cut
+	// option's its share of the ranker's distribution, softmax(score/Tau). Its argmax is the
+	// kept option of highest p_yes, the row's choice.
 	Distribution []OptionProbability `json:"distribution"`
 }
 
@@ -209,7 +218,7 @@ func (d *Decider) endShortlist(ctx context.Context, r *request) (*Result, error)
 	}
 	out := *res
 	out.ID, out.Label = r.row.IDJSON(), r.row.Label
-	sl := &Shortlist{Ranker: ShortlistRanker, Tau: ShortlistTau, K: len(kept)}
+	sl := &Shortlist{Ranker: ShortlistRanker, Tau: ShortlistTau, Kappa: ShortlistKappa, K: len(kept)}
 	for i, o := range r.row.Options {
 		sl.Scores = append(sl.Scores, OptionScore{ID: o.ID, Score: scores[i]})
 	}
@@ -296,23 +305,22 @@ func (r *Result) settleShortlist() error {
 		p[s.ID] = rank[i]
 	}
 	sl.KeptMass = 0
-	var yes float64
+	z = make([]float64, len(sl.Kept))
+	best := 0
 	for k, id := range sl.Kept {
-		if r.Candidates[k].ID != id {
-			return fmt.Errorf("not a shortlist result: candidate %d is %q, kept option %q", k, r.Candidates[k].ID, id)
+		c := r.Candidates[k]
+		if c.ID != id {
+			return fmt.Errorf("not a shortlist result: candidate %d is %q, kept option %q", k, c.ID, id)
 		}
 		sl.KeptMass += p[id]
-		yes += r.Candidates[k].PYes
-	}
-	best := 0
-	for k, c := range r.Candidates {
-		p[c.ID] = sl.KeptMass / float64(len(sl.Kept)) // no yes anywhere: evenly
-		if yes > 0 {
-			p[c.ID] = sl.KeptMass * c.PYes / yes
-		}
+		py := min(max(c.PYes, 1e-12), 1-1e-12)
+		z[k] = sl.Kappa * (math.Log(py) - math.Log1p(-py))
 		if c.PYes > r.Candidates[best].PYes {
 			best = k
 		}
+	}
+	for k, q := range debias.Softmax(z) {
+		p[sl.Kept[k]] = sl.KeptMass * q
 	}
 	sl.Distribution = make([]OptionProbability, len(sl.Scores))
 	for i, s := range sl.Scores {

@@ -28,10 +28,10 @@ func TestRankScoresCentreByTheOptions(t *testing.T) {
 }
 
 // settleShortlist gives the ranker's cut options their share of softmax(score/τ) and the kept
-// options the rest by their p_yes, recomputed here by hand for five options of which three
-// were kept; the choice is the kept option of highest p_yes.
+// options the rest by softmax(κ·logit(p_yes)), recomputed here by hand for five options of
+// which three were kept; the choice is the kept option of highest p_yes.
 func TestSettleShortlistSpreadsTheRankersMass(t *testing.T) {
-	sl := &Shortlist{Tau: 0.1, Kept: []string{"a", "b", "d"},
+	sl := &Shortlist{Tau: 0.1, Kappa: 2, Kept: []string{"a", "b", "d"},
 		Scores: []OptionScore{{"a", 0.2}, {"b", 0.4}, {"c", 0.1}, {"d", 0.3}, {"e", -0.2}}}
 	res := &Result{Label: "d", Shortlist: sl, Candidates: []contract.CandidateScore{
 		{ID: "a", BinaryScore: contract.BinaryScore{PYes: 0.1}},
@@ -41,7 +41,9 @@ func TestSettleShortlistSpreadsTheRankersMass(t *testing.T) {
 
 	rank := debias.Softmax([]float64{2, 4, 1, 3, -2})
 	mass := rank[0] + rank[1] + rank[3]
-	want := []float64{mass * 0.1, mass * 0.6, rank[2], mass * 0.3, rank[4]} // p_yes sum to 1 here
+	logit := func(p float64) float64 { return math.Log(p / (1 - p)) }
+	share := debias.Softmax([]float64{2 * logit(0.1), 2 * logit(0.6), 2 * logit(0.3)})
+	want := []float64{mass * share[0], mass * share[1], rank[2], mass * share[2], rank[4]}
 	var sum float64
 	for i, o := range sl.Distribution {
 		assert.InDelta(t, want[i], o.Probability, 1e-12, o.ID)

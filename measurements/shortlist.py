@@ -7,7 +7,9 @@
 For the records of rows of more than 16 options decided by shortlist it prints the embedding
 ranker's recall at k (the share of rows whose gold option is among the k best scores), the
 binary reading's recall at k among the kept options, accuracy with a 95 % Wilson interval, ECE
-(10 equal-width bins) of the reported probability, and the mean prompt tokens, decoded tokens
+(10 equal-width bins) of the reported probability and of the chosen option's share under the
+shipped rule (kept_mass times softmax(kappa logit p_yes) over the kept; records of the first
+runs normalised p_yes instead, kappa 1 with p_yes near 0.5), and the mean prompt tokens, decoded tokens
 and latency a row (latency includes queueing when rows run at once: the run's wall time over
 its rows is the cost a row).
 
@@ -49,6 +51,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("file")
     ap.add_argument("--final-pass", action="store_true")
+    ap.add_argument("--kappa", type=float, default=8.0, help="the kept options' shares, softmax(kappa logit p_yes) (gojev.ShortlistKappa)")
     a = ap.parse_args()
     rs = list(records(a.file))
     n = len(rs)
@@ -82,7 +85,16 @@ def main():
     right = [r["chosen"] == r["label"] for r in rs]
     lo, hi = wilson(sum(right), n)
     print("accuracy %d/%d = %.1f %% [%.1f, %.1f]" % (sum(right), n, 100 * sum(right) / n, 100 * lo, 100 * hi))
-    print("ECE %.3f (probability %.3f mean)" % (ece([r["probability"] for r in rs], right), sum(r["probability"] for r in rs) / n))
+    print("ECE %.3f as recorded (probability %.3f mean)" % (ece([r["probability"] for r in rs], right), sum(r["probability"] for r in rs) / n))
+    # The shipped rule (gojev.Shortlist.Distribution), for records written before it had kappa.
+    for kappa in sorted({a.kappa, 1.0}):
+        conf = []
+        for r, p in zip(rs, py):
+            z = [kappa * math.log(min(max(c["p_yes"], 1e-12), 1 - 1e-12) / (1 - min(max(c["p_yes"], 1e-12), 1 - 1e-12))) for c in r["candidates"]]
+            m = max(z)
+            share = math.exp(kappa * math.log(p[0]["p_yes"] / (1 - p[0]["p_yes"])) - m) / sum(math.exp(x - m) for x in z)
+            conf.append(r["shortlist"]["kept_mass"] * share)
+        print("ECE %.3f with kappa %g (probability %.3f mean)" % (ece(conf, right), kappa, sum(conf) / n))
     mean = lambda xs: sum(xs) / len(xs)
     print("a row: %.0f prompt tokens, %.0f decoded, %d prompts (one state embedding, %d binary)" % (
         mean([r["stats"]["prompt_tokens"] for r in rs]), mean([r["stats"]["decoded_tokens"] for r in rs]),
