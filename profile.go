@@ -15,7 +15,7 @@ func scoresOf(res *Result) []float64 {
 		return []float64{res.YesNo.PYes}
 	}
 	binary := res.Candidates != nil
-	if dist := res.manyDistribution(); dist != nil {
+	if dist := res.ManyDistribution(); dist != nil {
 		lp := make([]float64, len(dist))
 		for i, o := range dist {
 			lp[i] = math.Log(o.Probability)
@@ -147,7 +147,7 @@ func (d *Decider) finishAs(res *Result, question string) *Result {
 
 // idAt is the id of option i in row order.
 func (res *Result) idAt(i int) string {
-	if dist := res.manyDistribution(); dist != nil {
+	if dist := res.ManyDistribution(); dist != nil {
 		return dist[i].ID
 	}
 	if res.Candidates != nil {

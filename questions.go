@@ -643,7 +643,7 @@ func answerOf(q Question, res *Result) *Answer {
 func (res *Result) distribution() (ids []string, probs []float64) {
 	switch {
 	case res.Knockout != nil || res.Shortlist != nil:
-		dist := res.manyDistribution()
+		dist := res.ManyDistribution()
 		for _, o := range dist {
 			ids, probs = append(ids, o.ID), append(probs, o.Probability)
 		}

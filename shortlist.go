@@ -336,10 +336,10 @@ func (r *Result) settleShortlist() error {
 	return nil
 }
 
-// manyDistribution is the distribution over every option of a row of more than 16 options
-// decided by knockout or shortlist (Knockout.Distribution, Shortlist.Distribution), nil for
-// any other result.
-func (r *Result) manyDistribution() []OptionProbability {
+// ManyDistribution is the distribution over every option of a row of more than 16 options
+// decided by knockout or shortlist (Knockout.Distribution, Shortlist.Distribution: one
+// probability per option in row order, summing to 1), nil for any other result.
+func (r *Result) ManyDistribution() []OptionProbability {
 	switch {
 	case r.Knockout != nil:
 		return r.Knockout.Distribution

@@ -18,23 +18,29 @@ import (
 	"github.com/gojev/gojev/internal/testenv"
 )
 
-// TestKnockoutRowsThroughTheTools: rows of 20 options go through jev decide (one record a row,
-// its passes and distribution), jev report (labels over all 20 options) and jev calibrate (the
-// "knockout" scoring, fitted on the distribution), as any rows do; and a second run with
-// another window gives the same records.
-func TestKnockoutRowsThroughTheTools(t *testing.T) {
+// manyRows writes 4 labelled rows of 20 options (ids prefix0 … prefix3) into dir.
+func manyRows(t *testing.T, dir, prefix string) string {
 	var lines []string
 	for r := range 4 {
 		var opts []string
 		for i := range 20 {
 			opts = append(opts, fmt.Sprintf(`{"id": "intent%02d", "description": "Intent number %d."}`, i, i))
 		}
-		lines = append(lines, fmt.Sprintf(`{"id": "k%d", "state": {"message": "message %d"}, "question": "Which intent?", "options": [%s], "label": "intent%02d"}`,
-			r, r, strings.Join(opts, ", "), 3*r))
+		lines = append(lines, fmt.Sprintf(`{"id": "%s%d", "state": {"message": "message %d"}, "question": "Which intent?", "options": [%s], "label": "intent%02d"}`,
+			prefix, r, r, strings.Join(opts, ", "), 3*r))
 	}
-	dir := t.TempDir()
 	in := filepath.Join(dir, "rows.jsonl")
 	require.NoError(t, os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	return in
+}
+
+// TestKnockoutRowsThroughTheTools: rows of 20 options go through jev decide (one record a row,
+// its passes and distribution), jev report (labels over all 20 options) and jev calibrate (the
+// "knockout" scoring, fitted on the distribution), as any rows do; and a second run with
+// another window gives the same records.
+func TestKnockoutRowsThroughTheTools(t *testing.T) {
+	dir := t.TempDir()
+	in := manyRows(t, dir, "k")
 	out := filepath.Join(dir, "out.jsonl")
 	code, _, stderr := jev(t, "", withModel(t, "decide", "-q", "--many", "knockout", "-i", in, "-o", out)...)
 	require.Equal(t, 0, code, stderr)
@@ -85,18 +91,8 @@ func TestKnockoutRowsThroughTheTools(t *testing.T) {
 // over all 20), jev report and jev calibrate (the "shortlist" scoring, fitted on that
 // distribution), and back through jev decide --calibration.
 func TestShortlistRowsThroughTheTools(t *testing.T) {
-	var lines []string
-	for r := range 4 {
-		var opts []string
-		for i := range 20 {
-			opts = append(opts, fmt.Sprintf(`{"id": "intent%02d", "description": "Intent number %d."}`, i, i))
-		}
-		lines = append(lines, fmt.Sprintf(`{"id": "s%d", "state": {"message": "message %d"}, "question": "Which intent?", "options": [%s], "label": "intent%02d"}`,
-			r, r, strings.Join(opts, ", "), 3*r))
-	}
 	dir := t.TempDir()
-	in := filepath.Join(dir, "rows.jsonl")
-	require.NoError(t, os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	in := manyRows(t, dir, "s")
 	out := filepath.Join(dir, "out.jsonl")
 	code, _, stderr := jev(t, "", withModel(t, "decide", "-q", "--many", "shortlist", "-i", in, "-o", out)...)
 	require.Equal(t, 0, code, stderr)

@@ -217,32 +217,17 @@ func decision(r *batch.Record, key, chosen string, raw bool) Decision {
 	}
 	k := len(r.Options) + len(r.Candidates)
 	d.Scoring = calibrate.ScoringOf(binary, method, shifts, k, sample)
-	if ko := r.Knockout; ko != nil {
-		// Scored by its distribution over every option; its letters are a pass's, not the
-		// row's, so they stay out of the letter figures.
-		d.Scoring = calibrate.KnockoutScoring(ko.Scoring)
-		for i, o := range ko.Distribution {
-			if o.ID == r.Label {
-				d.Sample.Label = i
-			}
-			d.Sample.Scores = append(d.Sample.Scores, math.Log(o.Probability))
-		}
-		d.Probs = d.Sample.Probabilities()
-		d.Probability = r.Probability
-		if r.Label != "" {
-			d.Knockout = knockoutPath(ko, r.Label)
-		}
-		if r.Calibration != nil {
-			d.Probs = r.Calibration.Probabilities
-			d.Abstained = r.Abstained
-		}
-		return d
-	}
-	if sl := r.Shortlist; sl != nil {
-		// Scored by its distribution over every option, as a knockout is; its candidates'
-		// p_yes are the kept options' only.
+	if dist := r.ManyDistribution(); dist != nil {
+		// Scored by its distribution over every option: a knockout's letters are a pass's and a
+		// shortlist's candidates the kept options' only, so neither enters the letter figures.
 		d.Scoring, d.Sample.Binary = calibrate.ScoringShortlist, false
-		for i, o := range sl.Distribution {
+		if ko := r.Knockout; ko != nil {
+			d.Scoring = calibrate.KnockoutScoring(ko.Scoring)
+			if r.Label != "" {
+				d.Knockout = knockoutPath(ko, r.Label)
+			}
+		}
+		for i, o := range dist {
 			if o.ID == r.Label {
 				d.Sample.Label = i
 			}
