@@ -69,7 +69,7 @@ func (d *Decider) beginSeq(ctx context.Context, seq uint64, row contract.Row, me
 func (d *Decider) prepareSeq(ctx context.Context, seq uint64, row contract.Row, method debias.Method, permute int, reverse bool) (*request, error) {
 	if len(row.Options) > contract.MaxOptions && d.opts.Contract.lettered() && !d.opts.manyBinary() {
 		if d.opts.Knockout.Method == ManyShortlist {
-			return d.prepareShortlist(ctx, seq, row, method, permute)
+			return d.prepareShortlist(ctx, seq, row, method)
 		}
 		return d.prepareKnockout(ctx, seq, row, method, permute)
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gojev/gojev/backend"
 	"github.com/gojev/gojev/contract"
 	"github.com/gojev/gojev/debias"
 )
@@ -70,20 +71,6 @@ type OptionScore struct {
 // the options' embeddings.
 type shortlistRequest struct {
 	options []*flight[[]float32]
-	permute int
-}
-
-// embedText is the text the ranker embeds for a state or an option's description: a string as
-// it is, an object of one string member that string, else its JSON (questionText).
-func embedText(v any) (string, error) {
-	if m, ok := v.(map[string]any); ok && len(m) == 1 {
-		for _, x := range m {
-			if s, ok := x.(string); ok {
-				return s, nil
-			}
-		}
-	}
-	return questionText(v)
 }
 
 // embedPrompt renders EmbedPrompt for a text and tokenizes it (special text not parsed).
@@ -93,7 +80,7 @@ func (d *Decider) embedPrompt(ctx context.Context, text string) (Prompt, error) 
 	if err != nil {
 		return Prompt{}, err
 	}
-	if pc, ok := d.rt.(interface{ CheckPrompt([]int32) error }); ok {
+	if pc, ok := d.rt.(backend.PromptChecker); ok {
 		if err := pc.CheckPrompt(toks); err != nil {
 			return Prompt{}, err
 		}
@@ -149,13 +136,11 @@ func meanOf(vs [][]float32) []float32 {
 
 // prepareShortlist prepares a row of more than contract.MaxOptions options for ManyShortlist:
 // its state's embedding job, and the options' embeddings (started unless cached); endShortlist ranks, cuts and runs the final pass.
-func (d *Decider) prepareShortlist(ctx context.Context, seq uint64, row contract.Row, method debias.Method, permute int) (*request, error) {
-	if _, ok := d.rt.(interface {
-		Embed(context.Context, []int32) ([]float32, int, error)
-	}); !ok {
+func (d *Decider) prepareShortlist(ctx context.Context, seq uint64, row contract.Row, method debias.Method) (*request, error) {
+	if _, ok := d.rt.(backend.Embedder); !ok {
 		return nil, fmt.Errorf("%w: shortlist ranks options by embedding, and the runtime %s reads none", ErrOptions, d.rt.Name())
 	}
-	state, err := embedText(row.State)
+	state, err := questionText(row.State) // a string as it is, else its JSON
 	if err != nil {
 		return nil, fmt.Errorf("%w: state: %w", contract.ErrRow, err)
 	}
@@ -163,7 +148,7 @@ func (d *Decider) prepareShortlist(ctx context.Context, seq uint64, row contract
 	if err != nil {
 		return nil, err
 	}
-	r := &request{seq: seq, row: row, start: time.Now(), method: method, jobs: []*job{j}, sl: &shortlistRequest{permute: permute}}
+	r := &request{seq: seq, row: row, start: time.Now(), method: method, jobs: []*job{j}, sl: &shortlistRequest{}}
 	for _, o := range row.Options {
 		text := o.Description
 		if text == "" {
