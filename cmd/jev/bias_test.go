@@ -186,7 +186,7 @@ func TestBiasFlagsAreChecked(t *testing.T) {
 		{[]string{"--debias", "none", "--permute", "2"}, "combines only with --debias pride"},
 		{[]string{"--debias", "raw"}, "or none"},
 		{[]string{"--knockout-grouping", "length"}, "add --many knockout"},
-		{[]string{"--many", "all"}, "want binary or knockout"},
+		{[]string{"--many", "all"}, "want binary, knockout or shortlist"},
 		{[]string{"--debias", "pride", "--pride-sample", "0"}, "fraction in (0, 1]"},
 		{[]string{"--format", "html"}, "want text or jsonl"},
 		{[]string{"--score-reading", "reversed"}, "want both-orders or listed"},
