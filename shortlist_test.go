@@ -128,3 +128,21 @@ func TestEmbeddingsAreExactUnderPrefixReuse(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, wantLogits.Logits, gotLogits.Logits)
 }
+
+// Under packed decoding (the GPU default) the texts read for their hidden state are still
+// decoded one at a time: the ranking equals one-sequence decoding's to the bit (the binary
+// readings after it differ within the packed bound, TestPackedDecodingAgainstOneSequence).
+func TestShortlistRanksAlikeWhenPacked(t *testing.T) {
+	ctx := context.Background()
+	row := contract.Row{ID: "r", State: "my card was charged twice", Question: "Which option?", Options: manyOptions(18)}
+	one := openDefault(t, gojev.Options{Knockout: gojev.KnockoutOptions{Method: gojev.ManyShortlist}})
+	packed := openDefault(t, gojev.Options{Knockout: gojev.KnockoutOptions{Method: gojev.ManyShortlist},
+		Runtime: backend.InProcessOptions{Decode: backend.DecodePacked}})
+	a, err := one.Decide(ctx, row)
+	require.NoError(t, err)
+	b, err := packed.Decide(ctx, row)
+	require.NoError(t, err)
+	assert.Equal(t, "packed", b.Decode)
+	assert.Equal(t, a.Shortlist.Scores, b.Shortlist.Scores)
+	assert.Equal(t, a.Shortlist.Kept, b.Shortlist.Kept)
+}
