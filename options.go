@@ -1,6 +1,7 @@
 package gojev
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -346,6 +347,11 @@ type KnockoutOptions struct {
 
 // DefaultShortlist is how many options ManyShortlist keeps (KnockoutOptions.Shortlist 0).
 const DefaultShortlist = 16
+
+// shortlisted is how many of k options ManyShortlist decides (KnockoutOptions.Shortlist).
+func (o Options) shortlisted(k int) int {
+	return min(k, cmp.Or(o.Knockout.Shortlist, DefaultShortlist))
+}
 
 // KnockoutOptions.Method values.
 const (

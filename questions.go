@@ -363,7 +363,8 @@ func (c *AskCall) Wait(ctx context.Context) (map[string]*Answer, error) {
 // Decider's contract and bias control (one; Options.Permute's shifts, or k under Cyclic; k
 // under the binary contract, with contextual calibration's content-free prompts, which a
 // Decider reads once per question and criterion; a knockout's group passes and its final
-// pass), and the injection detector's one. A Score read in both orders (Options.ScoreReading)
+// pass; a shortlist's state embedding and the kept options' binary prompts, not the option
+// texts' embeddings a Decider reads once), and the injection detector's one. A Score read in both orders (Options.ScoreReading)
 // is two rows' prompts, and the first time the Decider sees its rubric six more: its
 // content-free reads. 0 for a question that is not a Choice, Score or Noul. An upper bound, for
 // admission control and metering (systemone.Handler).
@@ -423,13 +424,10 @@ func (d *Decider) UserMessages(state any, q Question) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		rows := []contract.Row{row}
+		rows, asBinary := []contract.Row{row}, false
 		if len(row.Options) > contract.MaxOptions && d.opts.Contract.lettered() && d.opts.Knockout.Method == ManyShortlist {
-			k := d.opts.Knockout.Shortlist
-			if k == 0 {
-				k = DefaultShortlist
-			}
-			rows[0].Options = rows[0].Options[:k] // the final pass's shape; its options are the ranker's
+			// the binary prompts of as many options as are kept; which ones, the ranker says
+			rows[0].Options, asBinary = rows[0].Options[:d.opts.shortlisted(len(row.Options))], true
 		} else if len(row.Options) > contract.MaxOptions && d.opts.Contract.lettered() && !d.opts.manyBinary() {
 			plan, err := d.plan(row)
 			if err != nil {
@@ -441,7 +439,7 @@ func (d *Decider) UserMessages(state any, q Question) ([]string, error) {
 			}
 		}
 		for _, r := range rows {
-			s, _, err := d.rowMessages(r)
+			s, _, err := d.rowMessagesAs(r, asBinary)
 			if err != nil {
 				return nil, err
 			}
@@ -515,6 +513,8 @@ func (d *Decider) rowPrompts(k int, detect bool) int {
 			n += k * len(debias.ContentFreeEvidence)
 		}
 		return n
+	case k > contract.MaxOptions && d.opts.Knockout.Method == ManyShortlist:
+		return n + 1 + d.opts.shortlisted(k) // the state's embedding, the kept options' binary prompts
 	case k > contract.MaxOptions:
 		sizes, keep := knockout.Sizes(k)
 		for _, s := range sizes {

@@ -184,11 +184,7 @@ func (d *Decider) endShortlist(ctx context.Context, r *request) (*Result, error)
 		return nil, fmt.Errorf("a shortlist decides its options under %s, and %w", contract.BinaryPromptVersion, d.bslotsErr)
 	}
 	scores := rankScores(sr.embeddings[0], opts)
-	k := d.opts.Knockout.Shortlist
-	if k == 0 {
-		k = DefaultShortlist
-	}
-	kept := topK(scores, k)
+	kept := topK(scores, d.opts.shortlisted(len(scores)))
 	keptRow := subRow(r.row, kept)
 	j, err := d.newJobOf(ctx, keptRow, jobCandidates, func() ([]Prompt, error) { return d.renderAs(ctx, keptRow, true) })
 	if err == nil {

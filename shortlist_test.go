@@ -71,6 +71,20 @@ func TestShortlistOnTheSmallModel(t *testing.T) {
 		assert.Len(t, res.Calibration.Probabilities, 18)
 	}
 	assert.Equal(t, int64(18+3*(1+16)), d.Stats().Prompts)
+
+	// What a request of such a question costs before it is prepared: the state's embedding and
+	// 16 binary prompts, whose user messages are the binary contract's.
+	crit := make([]gojev.Criterion, len(opts))
+	for i, o := range opts {
+		crit[i] = gojev.Criterion{Name: o.ID, Description: o.Description}
+	}
+	q := gojev.Choice{Instructions: "Which option?", Criteria: crit}
+	assert.Equal(t, 1+gojev.DefaultShortlist, d.Prompts(q))
+	msgs, err := d.UserMessages(map[string]any{"message": "hi"}, q)
+	require.NoError(t, err)
+	require.Len(t, msgs, gojev.DefaultShortlist)
+	assert.Contains(t, msgs[0], opts[0].Description, "one binary prompt per option")
+	assert.NotContains(t, msgs[0], opts[1].Description)
 }
 
 func idIndex(opts []contract.Option, id string) int {
