@@ -59,7 +59,17 @@ func TestKnockoutRowsThroughTheTools(t *testing.T) {
 		assert.Equal(t, recs[i].Knockout.Distribution, r.Knockout.Distribution, "row %d: the window changes nothing", i)
 	}
 
-	code, _, stderr = jev(t, "", "report", out, "--json", filepath.Join(dir, "r.json"))
+	run := reportAndCalibrate(t, dir, in, out, "knockout")
+	assert.NotEmpty(t, run.Labels, "per-label figures over the rows' 20 labels")
+	assert.Empty(t, run.Letters, "a pass's letters are not the row's")
+}
+
+// reportAndCalibrate reads out, 4 rows of 20 options decided with --many many, through jev
+// report (one run of 4 rows, returned) and jev calibrate (a profile of the scoring many), and
+// decides in again with that profile: every row calibrated over its 20 options.
+func reportAndCalibrate(t *testing.T, dir, in, out, many string) report.RunReport {
+	t.Helper()
+	code, _, stderr := jev(t, "", "report", out, "--json", filepath.Join(dir, "r.json"))
 	require.Equal(t, 0, code, stderr)
 	var rep report.Report
 	b, err := os.ReadFile(filepath.Join(dir, "r.json"))
@@ -67,23 +77,22 @@ func TestKnockoutRowsThroughTheTools(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &rep))
 	require.Len(t, rep.Runs, 1)
 	assert.Equal(t, 4, rep.Runs[0].Rows)
-	assert.NotEmpty(t, rep.Runs[0].Labels, "per-label figures over the rows' 20 labels")
-	assert.Empty(t, rep.Runs[0].Letters, "a pass's letters are not the row's")
 
 	prof := filepath.Join(dir, "profile.json")
 	code, stdout, stderr := jev(t, "", "calibrate", out, "--folds", "2", "-o", prof)
 	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, stdout, "scoring knockout: 4 labelled fitting rows")
+	assert.Contains(t, stdout, "scoring "+many+": 4 labelled fitting rows")
 	p, err := calibrate.Load(prof)
 	require.NoError(t, err)
-	require.Contains(t, p.Scorings, "knockout")
-	code, _, stderr = jev(t, "", withModel(t, "decide", "-q", "--many", "knockout", "-i", in, "-o", filepath.Join(dir, "cal.jsonl"), "--calibration", prof)...)
+	require.Contains(t, p.Scorings, many)
+	code, _, stderr = jev(t, "", withModel(t, "decide", "-q", "--many", many, "-i", in, "-o", filepath.Join(dir, "cal.jsonl"), "--calibration", prof)...)
 	require.Equal(t, 0, code, stderr)
 	for _, r := range readResults(t, filepath.Join(dir, "cal.jsonl")) {
 		require.NotNil(t, r.Calibration)
 		assert.Len(t, r.Calibration.Probabilities, 20, "calibrated over every option")
-		assert.Equal(t, "knockout", r.Calibration.Scoring)
+		assert.Equal(t, many, r.Calibration.Scoring)
 	}
+	return rep.Runs[0]
 }
 
 // TestShortlistRowsThroughTheTools: rows of 20 options go through jev decide --many shortlist
@@ -106,26 +115,7 @@ func TestShortlistRowsThroughTheTools(t *testing.T) {
 		assert.Len(t, r.Shortlist.Distribution, 20)
 		assert.True(t, r.Uncalibrated, "no shipped map covers a shortlist")
 	}
-	code, _, stderr = jev(t, "", "report", out, "--json", filepath.Join(dir, "r.json"))
-	require.Equal(t, 0, code, stderr)
-	var rep report.Report
-	b, err := os.ReadFile(filepath.Join(dir, "r.json"))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &rep))
-	require.Len(t, rep.Runs, 1)
-	assert.Equal(t, 4, rep.Runs[0].Rows)
-
-	prof := filepath.Join(dir, "profile.json")
-	code, stdout, stderr := jev(t, "", "calibrate", out, "--folds", "2", "-o", prof)
-	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, stdout, "scoring shortlist: 4 labelled fitting rows")
-	code, _, stderr = jev(t, "", withModel(t, "decide", "-q", "--many", "shortlist", "-i", in, "-o", filepath.Join(dir, "cal.jsonl"), "--calibration", prof)...)
-	require.Equal(t, 0, code, stderr)
-	for _, r := range readResults(t, filepath.Join(dir, "cal.jsonl")) {
-		require.NotNil(t, r.Calibration)
-		assert.Len(t, r.Calibration.Probabilities, 20, "calibrated over every option")
-		assert.Equal(t, "shortlist", r.Calibration.Scoring)
-	}
+	reportAndCalibrate(t, dir, in, out, "shortlist")
 }
 
 // TestShortlistOnBanking77 is the CI check of make knockout's shortlist run: the first 12 of
