@@ -106,6 +106,12 @@ func (d *Decider) prompt(ctx context.Context, msgs []contract.ChatMessage, verif
 	if err != nil {
 		return Prompt{}, err
 	}
+	return d.checkedPrompt(text, toks)
+}
+
+// checkedPrompt is the Prompt of text and its tokens, once a runtime that can refuse a prompt
+// before decoding it (backend.PromptChecker: empty, longer than n_ctx) has not.
+func (d *Decider) checkedPrompt(text string, toks []int32) (Prompt, error) {
 	if pc, ok := d.rt.(backend.PromptChecker); ok {
 		if err := pc.CheckPrompt(toks); err != nil {
 			return Prompt{}, err

@@ -80,12 +80,7 @@ func (d *Decider) embedPrompt(ctx context.Context, text string) (Prompt, error) 
 	if err != nil {
 		return Prompt{}, err
 	}
-	if pc, ok := d.rt.(backend.PromptChecker); ok {
-		if err := pc.CheckPrompt(toks); err != nil {
-			return Prompt{}, err
-		}
-	}
-	return Prompt{Text: t, SHA256: contract.PromptSHA256(t), Tokens: toks, NTokens: len(toks)}, nil
+	return d.checkedPrompt(t, toks)
 }
 
 // newEmbedJob prepares a job that reads the hidden states of texts (one prompt each).
