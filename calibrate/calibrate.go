@@ -77,6 +77,24 @@ type Sample struct {
 // Chosen is the index of the highest score (the first on a tie), as the Decider chooses.
 func (s Sample) Chosen() int { return argmax(s.Scores) }
 
+// Point is the decision's point for selective prediction (SGR), given its probabilities probs
+// (Map.Apply's, in row order): the probability of the answer given and whether it is right. A
+// yes/no question's sample (binary, one score: P(yes), Label 0 for yes) answers yes when its
+// uncalibrated P(yes) ≥ 0.5, with the calibrated P(yes), else no with 1 − P(yes), as the
+// Decider's Result reports it; any other's answer is its Chosen option.
+func (s Sample) Point(probs []float64) Point {
+	if s.Binary && len(probs) == 1 && len(s.Scores) == 1 {
+		yes := s.Scores[0] >= 0.5
+		conf := probs[0]
+		if !yes {
+			conf = 1 - conf
+		}
+		return Point{Confidence: conf, Right: yes == (s.Label == 0)}
+	}
+	c := s.Chosen()
+	return Point{Confidence: probs[c], Right: c == s.Label}
+}
+
 // Probabilities are the decision's uncalibrated probabilities: the softmax of the scores
 // (direct), or the p_yes values themselves (binary).
 func (s Sample) Probabilities() []float64 {

@@ -334,3 +334,29 @@ func TestShippedProfiles(t *testing.T) {
 	assert.Nil(t, ShippedProfile("another model", template, "direct-options-v1"))
 	assert.Nil(t, ShippedProfile(model, template, "binary-candidates-v1"))
 }
+
+// A decision's SGR point is the probability of the answer it gives: a yes/no question's is
+// P(yes) when it answers yes and 1 − P(yes) when it answers no, right when that answer is the
+// label's; a choice's is its chosen option's.
+func TestSamplePoint(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		s     Sample
+		probs []float64
+		want  Point
+	}{
+		{"noul yes, labelled yes", Sample{Scores: []float64{0.8}, Label: 0, Binary: true}, []float64{0.7}, Point{0.7, true}},
+		{"noul no, labelled yes", Sample{Scores: []float64{0.3}, Label: 0, Binary: true}, []float64{0.2}, Point{0.8, false}},
+		{"noul no, labelled no", Sample{Scores: []float64{0.3}, Label: 1, Binary: true}, []float64{0.4}, Point{0.6, true}},
+		{"noul yes, labelled no", Sample{Scores: []float64{0.9}, Label: 1, Binary: true}, []float64{0.5}, Point{0.5, false}},
+		{"a map that crosses 0.5 keeps the answer", Sample{Scores: []float64{0.55}, Label: 0, Binary: true}, []float64{0.45}, Point{0.45, true}},
+		{"binary candidates", Sample{Scores: []float64{0.2, 0.9, 0.4}, Label: 1, Binary: true}, []float64{0.1, 0.6, 0.3}, Point{0.6, true}},
+		{"direct", Sample{Scores: []float64{-2, -0.1, -3}, Label: 2}, []float64{0.1, 0.85, 0.05}, Point{0.85, false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.s.Point(tc.probs)
+			assert.InDelta(t, tc.want.Confidence, got.Confidence, 1e-12)
+			assert.Equal(t, tc.want.Right, got.Right)
+		})
+	}
+}

@@ -201,8 +201,7 @@ func NewWith(model debias.ModelID, promptVersion string, samples map[string][]Sa
 			CV:     map[Method]Metrics{Temperature: Score(ss, probs)},
 			Reason: fmt.Sprintf("%d rows, fewer than %d: a temperature shrunk toward %.3g (a Gaussian prior on log T, sd %.2g), not a choice among methods", len(ss), FewRows, t0, cfg.PriorSD)}}
 		for _, s := range ss {
-			c := s.Chosen()
-			sc.Points = append(sc.Points, Point{Confidence: f.Apply(s.Scores)[c], Right: c == s.Label})
+			sc.Points = append(sc.Points, s.Point(f.Apply(s.Scores)))
 		}
 		p.Scorings[name] = sc
 	}

@@ -158,8 +158,7 @@ func New(model debias.ModelID, promptVersion string, samples map[string][]Sample
 		stats := StatsOf(ss)
 		sc := &Scoring{Choice: ch, Fitted: fit, Fitting: &stats}
 		for _, s := range ss {
-			c := s.Chosen()
-			sc.Points = append(sc.Points, Point{Confidence: fit.Apply(s.Scores)[c], Right: c == s.Label})
+			sc.Points = append(sc.Points, s.Point(fit.Apply(s.Scores)))
 		}
 		p.Scorings[name] = sc
 	}
