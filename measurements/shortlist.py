@@ -3,6 +3,8 @@
 
   python3 measurements/shortlist.py out/ko/shortlist-sub.jsonl
   python3 measurements/shortlist.py --final-pass measurements/ko/shortlist-final-pass-sub.jsonl.gz
+  python3 measurements/shortlist.py SL.jsonl --cut-rows ROWS.jsonl > cut.jsonl   # then jev decide --contract binary
+  python3 measurements/shortlist.py SL.jsonl --binary BIN.jsonl [--binary CUT-BIN.jsonl]
 
 For the records of rows of more than 16 options decided by shortlist it prints the embedding
 ranker's recall at k (the share of rows whose gold option is among the k best scores), the
@@ -12,6 +14,16 @@ shipped rule (kept_mass times softmax(kappa logit p_yes) over the kept; records 
 runs normalised p_yes instead, kappa 1 with p_yes near 0.5), and the mean prompt tokens, decoded tokens
 and latency a row (latency includes queueing when rows run at once: the run's wall time over
 its rows is the cost a row).
+
+Several files are read as one set of rows. --binary pairs them with the binary contract's
+records of the same rows (`jev decide --contract binary`) and prints both accuracies and exact
+McNemar's p (two-sided binomial test of the rows only one of them got right). The binary
+contract reads each option in a prompt of its own (binary-candidates-v1: the context, the
+question and that one candidate), so its decision over every option is the argmax of p_yes over
+the shortlist's kept options (their p_yes are in the shortlist's record) and the others'; the
+others may come from a run on rows cut to the options the shortlist cut (--cut-rows ROWS writes
+them from the rows the shortlist decided), which costs the binary contract's prompts less the 16
+the shortlist read. A row is paired only when every one of its options has a p_yes.
 
 --final-pass reads the records of the first build (2026-12-07), which decided the binary
 reading's 4 best again in a direct-options-v1 final pass and chose by logit(p_yes) + w log
@@ -28,6 +40,56 @@ def records(path):
             r = json.loads(line)
             if "shortlist" in r and r.get("label"):
                 yield r
+
+
+def mcnemar(a_only, b_only):
+    """Exact two-sided McNemar p: the binomial(n, 1/2) tail of the discordant rows."""
+    n, k = a_only + b_only, min(a_only, b_only)
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+def raw_records(path):
+    op = gzip.open if path.endswith(".gz") else open
+    with op(path, "rt") as f:
+        for line in f:
+            yield json.loads(line)
+
+
+def cut_rows(rs, rows_path):
+    """The input rows, each cut to the options its shortlist record cut."""
+    kept = {r["id"]: {c["id"] for c in r["candidates"]} for r in rs}
+    for row in raw_records(rows_path):
+        if row.get("id") in kept:
+            row["options"] = [o for o in row["options"] if o["id"] not in kept[row["id"]]]
+            print(json.dumps(row, ensure_ascii=False))
+
+
+def paired(rs, binary_paths):
+    """The binary contract's decision on each shortlist row, from its p_yes over every option."""
+    p_yes = {}
+    for path in binary_paths:
+        for r in raw_records(path):
+            for c in r.get("candidates") or []:
+                p_yes.setdefault(r.get("id"), {})[c["id"]] = c["p_yes"]
+    both = sl_only = bin_only = n = 0
+    for r in rs:
+        py = dict(p_yes.get(r["id"], {}))
+        py.update({c["id"]: c["p_yes"] for c in r["candidates"]})
+        if len(py) < len(r["shortlist"]["scores"]):
+            continue
+        n += 1
+        b = max(py, key=py.get) == r["label"]
+        s = r["chosen"] == r["label"]
+        both += b and s
+        sl_only += s and not b
+        bin_only += b and not s
+    if not n:
+        raise SystemExit("no shortlist row has every option's p_yes in " + ", ".join(binary_paths))
+    print("paired rows %d: shortlist %d right (%.1f %%), binary %d right (%.1f %%); only shortlist %d, only binary %d, McNemar p %.3g" % (
+        n, both + sl_only, 100 * (both + sl_only) / n, both + bin_only, 100 * (both + bin_only) / n, sl_only, bin_only, mcnemar(sl_only, bin_only)))
 
 
 def wilson(k, n, z=1.96):
@@ -49,14 +111,18 @@ def ece(conf, right, bins=10):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("file")
+    ap.add_argument("file", nargs="+")
     ap.add_argument("--final-pass", action="store_true")
+    ap.add_argument("--binary", action="append", default=[], metavar="FILE", help="the binary contract's records of the same rows (repeatable)")
+    ap.add_argument("--cut-rows", metavar="ROWS", help="write the rows of ROWS cut to the options each shortlist cut, and stop")
     ap.add_argument("--kappa", type=float, default=8.0, help="the kept options' shares, softmax(kappa logit p_yes) (gojev.ShortlistKappa)")
     a = ap.parse_args()
-    rs = list(records(a.file))
+    rs = [r for path in a.file for r in records(path)]
     n = len(rs)
     if not n:
-        raise SystemExit("no labelled shortlist records in " + a.file)
+        raise SystemExit("no labelled shortlist records in " + ", ".join(a.file))
+    if a.cut_rows:
+        return cut_rows(rs, a.cut_rows)
     sl = [r["shortlist"] for r in rs]
     rank = []
     for r, s in zip(rs, sl):
@@ -99,6 +165,8 @@ def main():
     print("a row: %.0f prompt tokens, %.0f decoded, %d prompts (one state embedding, %d binary)" % (
         mean([r["stats"]["prompt_tokens"] for r in rs]), mean([r["stats"]["decoded_tokens"] for r in rs]),
         1 + len(rs[0]["candidates"]), len(rs[0]["candidates"])))
+    if a.binary:
+        paired(rs, a.binary)
 
 
 if __name__ == "__main__":

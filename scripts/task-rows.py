@@ -25,6 +25,12 @@ sha256 and prints the folder holding the files below; nothing here is committed)
          occupations); 8 options, the gold occupation and 7 others drawn per row with the seed
          from the file's occupations, shuffled. state {"job_title": …}, question "Which
          Standard Occupational Classification (SOC) occupation does this job title belong to?"
+  socmany  the same SOC file, many options a row (issue 47's second task of more than 16
+         classes): the --classes most frequent occupations (40 by default; ties by name), every
+         job title of one of them a row, at most --per-class rows per occupation (3 by default,
+         so that "Production Workers, All Other" does not fill the set) in the shuffled order;
+         every row lists all of those occupations, shuffled per row with the seed. state and
+         question as soc's.
   bias   evals==3.0.1.post1 evals/registry/data/bias_detection/samples.jsonl (MIT): what kind
          of statement a sentence of a news article is, 9 kinds (fact, opinion, claim, argument,
          data, quote, narrative, sensationalism, speculation), each option the file's own
@@ -120,13 +126,17 @@ def news(folder, seed):
 SOC = re.compile(r"^What is the SOC Code for the job title (.*?)'?\s*$", re.S)
 
 
-def soc(folder, seed):
-    items = []
+def soc_titles(folder):
+    """(index, job title, gold occupation) of every SOC item whose prompt parses."""
     for i, line in enumerate(open(folder + "/soc_codes.jsonl", encoding="utf-8")):
         r = json.loads(line)
         m = SOC.match(r["input"][-1]["content"])
         if m:
-            items.append((i, m.group(1).strip(), " ".join(str(r["ideal"]).split())))
+            yield i, m.group(1).strip(), " ".join(str(r["ideal"]).split())
+
+
+def soc(folder, seed):
+    items = list(soc_titles(folder))
     occupations = sorted({o for _, _, o in items})
     ids = {o: "soc-%03d" % j for j, o in enumerate(occupations)}
     seen = set()
@@ -137,6 +147,25 @@ def soc(folder, seed):
         rnd = random.Random("%d-%d" % (seed, i))
         opts = [gold] + rnd.sample([o for o in occupations if o != gold], 7)
         rnd.shuffle(opts)
+        yield i, {"state": {"job_title": title},
+                  "question": "Which Standard Occupational Classification (SOC) occupation does this job title belong to?",
+                  "options": [{"id": ids[o], "description": o} for o in opts], "label": ids[gold]}
+
+
+def socmany(folder, seed, classes):
+    items = list(soc_titles(folder))
+    counts = {}
+    for _, _, o in items:
+        counts[o] = counts.get(o, 0) + 1
+    kept = sorted(counts, key=lambda o: (-counts[o], o))[:classes]
+    ids = {o: "soc-%03d" % j for j, o in enumerate(sorted({o for _, _, o in items}))}
+    seen = set()
+    for i, title, gold in items:
+        if title in seen or gold not in kept:
+            continue
+        seen.add(title)
+        opts = list(kept)
+        random.Random("%d-%d" % (seed, i)).shuffle(opts)
         yield i, {"state": {"job_title": title},
                   "question": "Which Standard Occupational Classification (SOC) occupation does this job title belong to?",
                   "options": [{"id": ids[o], "description": o} for o in opts], "label": ids[gold]}
@@ -258,19 +287,26 @@ def causal(folder, seed):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("task", choices=["mmlu", "siqa", "rt", "news", "soc", "bias"] + sorted(NOULS))
+    ap.add_argument("task", choices=["mmlu", "siqa", "rt", "news", "soc", "socmany", "bias"] + sorted(NOULS))
     ap.add_argument("folder", help="the folder scripts/fetch-tasks.sh prints")
     ap.add_argument("--rows", type=int, default=150)
     ap.add_argument("--skip", type=int, default=0, help="leave out the first N rows of the shuffled order")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--classes", type=int, default=40, help="socmany: how many occupations")
+    ap.add_argument("--per-class", type=int, default=3, help="socmany: at most this many rows of one occupation")
     a = ap.parse_args()
     if a.task in NOULS:
         items = list(NOULS[a.task](a.folder, a.seed))
     elif a.task in ("rt", "news", "soc", "bias"):
         items = list({"rt": rt, "news": news, "soc": soc, "bias": bias}[a.task](a.folder, a.seed))
+    elif a.task == "socmany":
+        items = list(socmany(a.folder, a.seed, a.classes))
     else:
         items = list({"mmlu": mmlu, "siqa": siqa}[a.task](a.folder))
     random.Random(a.seed).shuffle(items)
+    if a.task == "socmany":
+        per = {}
+        items = [it for it in items if per.setdefault(it[1]["label"], []).append(it) or len(per[it[1]["label"]]) <= a.per_class]
     for i, row in items[a.skip:a.skip + a.rows]:
         out = {"id": "%s-%05d" % (a.task, i)}
         out.update(row)
