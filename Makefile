@@ -41,6 +41,10 @@
 #                   kinds from PyPI wheels decided with PriDe into POOL_OUT (out/tasks),
 #                   resumable, then the label-free alternatives, the leave-one-task-out table and
 #                   the shipped profile; about 2 hours on 2 cores
+#   make noul-pool  the noul calibration (docs/calibration.md): 150 rows of seven public yes/no tasks
+#                   from PyPI wheels and 200 held-out Banking77 yes/no questions, decided raw into
+#                   NOUL_OUT (out/noul), resumable, then the leave-one-task-out table and the
+#                   held-out gate (measurements/noul-pool.py); about 50 minutes on 2 cores
 #   make plugin GPU=vulkan|cuda|metal
 #                   fetch the prebuilt GPU backend plugin (sha256-verified) into the cache and
 #                   print its path: jev --plugin PATH or GOJEV_PLUGINS=PATH loads it
@@ -67,7 +71,7 @@ ROWS ?= examples/tickets.jsonl
 THREADS ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu)
 JEV := bin/jev
 
-.PHONY: all native server model model-small sdk plugin build demo eval parity bench burst test soak fuzz transfer calibration knockout typed vet clean help
+.PHONY: all native server model model-small sdk plugin build demo eval parity bench burst test soak fuzz transfer calibration knockout typed noul-pool vet clean help
 
 all: build
 
@@ -188,6 +192,17 @@ calibration-pool: build model
 	  --profile $(POOL_PROFILE) --model-file "$$(basename "$$m")" --model-name "Qwen2.5 Coder 1.5B Instruct GGUF" \
 	  --model-sha256 "$$(awk '$$1=="model" && $$2=="default" {print $$4}' scripts/models.tsv)" \
 	  --template-sha256 "$$($(JEV) check -m "$$m" | awk '$$1=="template_sha256" {print $$2}')"
+
+NOUL_OUT ?= out/noul
+NOUL_FIT ?= sarcasm malicious faithful answerable deduction
+NOUL_HELD ?= causal pubmedqa
+noul-pool: build model
+	@mkdir -p $(NOUL_OUT)
+	set -e; d="$$(./scripts/fetch-tasks.sh)"; for t in $(NOUL_FIT) $(NOUL_HELD); do python3 scripts/task-rows.py $$t "$$d" --rows 150 > $(NOUL_OUT)/$$t.jsonl; done
+	python3 scripts/typed-rows.py noul $(B77)/test-8opt.jsonl --skip 200 --rows 200 > $(NOUL_OUT)/banking77.jsonl
+	set -e; m="$$(./scripts/fetch-model.sh)"; for t in $(NOUL_FIT) $(NOUL_HELD) banking77; do \
+	  $(JEV) decide -m "$$m" -t $(THREADS) -q --resume --debias none -i $(NOUL_OUT)/$$t.jsonl -o $(NOUL_OUT)/$$t-out.jsonl; done
+	python3 measurements/noul-pool.py $(foreach t,$(NOUL_FIT),$(NOUL_OUT)/$(t)-out.jsonl=$(t)) $(foreach t,$(NOUL_HELD) banking77,$(NOUL_OUT)/$(t)-out.jsonl=$(t):held)
 
 typed: build model
 	THREADS=$(THREADS) ./scripts/typed-measure.sh

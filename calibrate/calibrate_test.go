@@ -330,6 +330,8 @@ func TestShippedProfiles(t *testing.T) {
 	least, err := p.SmallestBudget(ScoringPriDe, 0.9)
 	require.NoError(t, err)
 	assert.Contains(t, p.Note, fmt.Sprintf("--max-error %.3f or more at confidence 0.9", least), "the profile states its certifiable range")
+	_, err = p.For(ScoringNoul)
+	assert.ErrorIs(t, err, ErrMismatch, "no noul map ships (docs/calibration.md: the held-out yes/no tasks want temperatures on both sides of 1)")
 	assert.Nil(t, ShippedProfile(model, "another template", "direct-options-v1"))
 	assert.Nil(t, ShippedProfile("another model", template, "direct-options-v1"))
 	assert.Nil(t, ShippedProfile(model, template, "binary-candidates-v1"))
