@@ -332,8 +332,9 @@ const DefaultDetectThreshold = 0.5
 //   - ManyShortlist: every option is ranked by the cosine between the hidden states of the
 //     row's state and of the option's text (the runtime's Embedder; option texts read once
 //     per Decider), and the best Shortlist (default DefaultShortlist) are decided under
-//     binary-candidates-v1, one yes/no prompt each, as ManyBinary decides every option
-//     (Result.Shortlist; docs/many-options.md).
+//     binary-candidates-v1, one yes/no prompt each, as ManyBinary decides every option; the
+//     choice is the kept option of highest ranker-times-binary share (ShortlistRule;
+//     Result.Shortlist; docs/many-options.md).
 //
 // The binary contract needs neither: it decides any count, one prompt per option.
 type KnockoutOptions struct {

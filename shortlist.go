@@ -32,6 +32,15 @@ const EmbedPrompt = `This sentence : "%s" means in one word:"`
 // held-out test rows it gives ECE 0.054 where p_yes normalised as they are gives 0.49.
 const ShortlistKappa = 8.0
 
+// ShortlistRule names how a shortlist's kept options share KeptMass and which of them is
+// chosen (Shortlist.Rule): the ranker's distribution times the binary reading's, a product of
+// experts (Hinton 2002), softmax(score/ShortlistTau + ShortlistKappa·logit(p_yes)) over the kept
+// options; the choice is its argmax. Records without a rule (before 2026-12-07) shared KeptMass
+// by softmax(Kappa·logit(p_yes)) alone and chose the highest p_yes: on 80 SOC rows of 40
+// occupations the product is right on 32.5 % against 16.3 %, and on 300 Banking77 rows on 54.0 %
+// against 52.3 % (docs/many-options.md).
+const ShortlistRule = "ranker-times-binary"
+
 // ShortlistTau is the temperature of the ranker's distribution over options
 // (softmax(score/ShortlistTau), score a cosine): the mass it puts on the options kept is the
 // chance that the gold option was kept (Shortlist.KeptMass).
@@ -43,10 +52,12 @@ const ShortlistTau = 0.05
 type Shortlist struct {
 	// Ranker is ShortlistRanker; Tau ShortlistTau; Kappa ShortlistKappa; K how many options
 	// were kept.
-	Ranker string  `json:"ranker"`
-	Tau    float64 `json:"tau"`
-	Kappa  float64 `json:"kappa"`
-	K      int     `json:"k"`
+	Ranker string `json:"ranker"`
+	// Rule is ShortlistRule; "" in records written before it.
+	Rule  string  `json:"rule,omitempty"`
+	Tau   float64 `json:"tau"`
+	Kappa float64 `json:"kappa"`
+	K     int     `json:"k"`
 	// Scores is every option's ranking score (a cosine, -1 to 1), in row order.
 	Scores []OptionScore `json:"scores"`
 	// Kept are the ids of the options the binary contract decided, in row order.
@@ -55,9 +66,9 @@ type Shortlist struct {
 	// Kept of softmax(score/Tau).
 	KeptMass float64 `json:"kept_mass"`
 	// Distribution is one probability per option of the row, in row order, summing to 1: a
-	// kept option's is KeptMass times its share softmax(Kappa·logit(p_yes)) over Kept; a cut
-	// option's its share of the ranker's distribution, softmax(score/Tau). Its argmax is the
-	// kept option of highest p_yes, the row's choice.
+	// kept option's is KeptMass times its share softmax(score/Tau + Kappa·logit(p_yes)) over
+	// Kept (ShortlistRule); a cut option's its share of the ranker's distribution,
+	// softmax(score/Tau). Its argmax, a kept option, is the row's choice.
 	Distribution []OptionProbability `json:"distribution"`
 }
 
@@ -194,7 +205,7 @@ func (d *Decider) endShortlist(ctx context.Context, r *request) (*Result, error)
 	}
 	out := *res
 	out.ID, out.Label = r.row.IDJSON(), r.row.Label
-	sl := &Shortlist{Ranker: ShortlistRanker, Tau: ShortlistTau, Kappa: ShortlistKappa, K: len(kept)}
+	sl := &Shortlist{Ranker: ShortlistRanker, Rule: ShortlistRule, Tau: ShortlistTau, Kappa: ShortlistKappa, K: len(kept)}
 	for i, o := range r.row.Options {
 		sl.Scores = append(sl.Scores, OptionScore{ID: o.ID, Score: scores[i]})
 	}
@@ -277,8 +288,9 @@ func (r *Result) settleShortlist() error {
 	}
 	rank := debias.Softmax(z)
 	p := make(map[string]float64, len(sl.Scores))
+	score := make(map[string]float64, len(sl.Scores))
 	for i, s := range sl.Scores {
-		p[s.ID] = rank[i]
+		p[s.ID], score[s.ID] = rank[i], s.Score
 	}
 	sl.KeptMass = 0
 	z = make([]float64, len(sl.Kept))
@@ -290,8 +302,8 @@ func (r *Result) settleShortlist() error {
 		}
 		sl.KeptMass += p[id]
 		py := min(max(c.PYes, 1e-12), 1-1e-12)
-		z[k] = sl.Kappa * (math.Log(py) - math.Log1p(-py))
-		if c.PYes > r.Candidates[best].PYes {
+		z[k] = score[id]/sl.Tau + sl.Kappa*(math.Log(py)-math.Log1p(-py))
+		if z[k] > z[best] {
 			best = k
 		}
 	}

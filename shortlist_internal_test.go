@@ -28,21 +28,22 @@ func TestRankScoresCentreByTheOptions(t *testing.T) {
 }
 
 // settleShortlist gives the ranker's cut options their share of softmax(score/τ) and the kept
-// options the rest by softmax(κ·logit(p_yes)), recomputed here by hand for five options of
-// which three were kept; the choice is the kept option of highest p_yes.
+// options the rest by softmax(score/τ + κ·logit(p_yes)) (ShortlistRule), recomputed here by hand
+// for five options of which three were kept; the choice is that product's argmax: "d", which the
+// ranker puts above "b", though "b" has the higher p_yes.
 func TestSettleShortlistSpreadsTheRankersMass(t *testing.T) {
 	sl := &Shortlist{Tau: 0.1, Kappa: 2, Kept: []string{"a", "b", "d"},
-		Scores: []OptionScore{{"a", 0.2}, {"b", 0.4}, {"c", 0.1}, {"d", 0.3}, {"e", -0.2}}}
+		Scores: []OptionScore{{"a", 0.2}, {"b", 0.3}, {"c", 0.1}, {"d", 0.4}, {"e", -0.2}}}
 	res := &Result{Label: "d", Shortlist: sl, Candidates: []contract.CandidateScore{
 		{ID: "a", BinaryScore: contract.BinaryScore{PYes: 0.1}},
 		{ID: "b", BinaryScore: contract.BinaryScore{PYes: 0.6}},
-		{ID: "d", BinaryScore: contract.BinaryScore{PYes: 0.3}}}}
+		{ID: "d", BinaryScore: contract.BinaryScore{PYes: 0.55}}}}
 	require.NoError(t, res.settleShortlist())
 
-	rank := debias.Softmax([]float64{2, 4, 1, 3, -2})
+	rank := debias.Softmax([]float64{2, 3, 1, 4, -2})
 	mass := rank[0] + rank[1] + rank[3]
 	logit := func(p float64) float64 { return math.Log(p / (1 - p)) }
-	share := debias.Softmax([]float64{2 * logit(0.1), 2 * logit(0.6), 2 * logit(0.3)})
+	share := debias.Softmax([]float64{2 + 2*logit(0.1), 3 + 2*logit(0.6), 4 + 2*logit(0.55)})
 	want := []float64{mass * share[0], mass * share[1], rank[2], mass * share[2], rank[4]}
 	var sum float64
 	for i, o := range sl.Distribution {
@@ -51,10 +52,10 @@ func TestSettleShortlistSpreadsTheRankersMass(t *testing.T) {
 	}
 	assert.InDelta(t, 1, sum, 1e-12)
 	assert.InDelta(t, mass, sl.KeptMass, 1e-12)
-	assert.Equal(t, "b", res.Chosen)
-	assert.InDelta(t, want[1], res.Probability, 1e-12)
+	assert.Equal(t, "d", res.Chosen, "the product's argmax, not the highest p_yes")
+	assert.InDelta(t, want[3], res.Probability, 1e-12)
 	require.NotNil(t, res.Correct)
-	assert.False(t, *res.Correct)
+	assert.True(t, *res.Correct)
 
 	sl.Kept = []string{"a", "c", "d"}
 	assert.Error(t, res.settleShortlist(), "the candidates are not the kept options")

@@ -60,11 +60,16 @@ func TestShortlistOnTheSmallModel(t *testing.T) {
 		}
 		assert.Equal(t, contract.BinaryPromptVersion, res.PromptVersion)
 		require.Len(t, res.Candidates, gojev.DefaultShortlist)
-		assert.Equal(t, 1, res.Candidates[slices.IndexFunc(res.Candidates, func(c contract.CandidateScore) bool { return c.ID == res.Chosen })].Rank)
-		var sum float64
+		var sum, chosen, most float64
 		for _, o := range sl.Distribution {
 			sum += o.Probability
+			if o.ID == res.Chosen {
+				chosen = o.Probability
+			}
+			most = max(most, o.Probability)
 		}
+		assert.Equal(t, most, chosen, "the choice is the distribution's argmax (ranker times binary)")
+		assert.Equal(t, gojev.ShortlistRule, sl.Rule)
 		assert.InDelta(t, 1, sum, 1e-9)
 		require.NotNil(t, res.Calibration, "its distribution is what the profile calibrates")
 		assert.Equal(t, "shortlist", res.CalibrationScoring())

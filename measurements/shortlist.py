@@ -9,8 +9,8 @@
 For the records of rows of more than 16 options decided by shortlist it prints the embedding
 ranker's recall at k (the share of rows whose gold option is among the k best scores), the
 binary reading's recall at k among the kept options, accuracy with a 95 % Wilson interval, ECE
-(10 equal-width bins) of the reported probability and of the chosen option's share under the
-shipped rule (kept_mass times softmax(kappa logit p_yes) over the kept; records of the first
+(10 equal-width bins) of the reported probability and, with the Brier score over every
+option, of the chosen option's share under the shipped rule (kept_mass times softmax(kappa logit p_yes) over the kept; records of the first
 runs normalised p_yes instead, kappa 1 with p_yes near 0.5), and the mean prompt tokens, decoded tokens
 and latency a row (latency includes queueing when rows run at once: the run's wall time over
 its rows is the cost a row).
@@ -31,6 +31,9 @@ p_final: it prints the accuracy of each weight w (w = 0 is the binary reading al
 gojev ships).
 """
 import argparse, gzip, json, math
+
+
+KAPPA = 8.0  # gojev.ShortlistKappa
 
 
 def records(path):
@@ -92,6 +95,22 @@ def paired(rs, binary_paths):
         n, both + sl_only, 100 * (both + sl_only) / n, both + bin_only, 100 * (both + bin_only) / n, sl_only, bin_only, mcnemar(sl_only, bin_only)))
 
 
+def distribution(r, kappa, product=True):
+    """A shortlist record's distribution over every option (gojev.Shortlist's rule, recomputed
+    from its scores and p_yes): the cut options keep the ranker's shares, softmax(score/tau); the
+    kept share kept_mass by softmax(score/tau + kappa logit p_yes) (product: ShortlistRule,
+    "ranker-times-binary"), or by softmax(kappa logit p_yes) alone (the records before it)."""
+    lo = lambda p: math.log(min(max(p, 1e-12), 1 - 1e-12) / (1 - min(max(p, 1e-12), 1 - 1e-12)))
+    s = r["shortlist"]
+    score = {o["id"]: o["score"] for o in s["scores"]}
+    kept = {c["id"]: kappa * lo(c["p_yes"]) + (score[c["id"]] / s["tau"] if product else 0) for c in r["candidates"]}
+    m = max(kept.values())
+    z = sum(math.exp(v - m) for v in kept.values())
+    dist = {o["id"]: o["probability"] for o in s["distribution"] if o["id"] not in kept}
+    dist.update({i: s["kept_mass"] * math.exp(v - m) / z for i, v in kept.items()})
+    return dist
+
+
 def wilson(k, n, z=1.96):
     p = k / n
     d = 1 + z * z / n
@@ -115,7 +134,8 @@ def main():
     ap.add_argument("--final-pass", action="store_true")
     ap.add_argument("--binary", action="append", default=[], metavar="FILE", help="the binary contract's records of the same rows (repeatable)")
     ap.add_argument("--cut-rows", metavar="ROWS", help="write the rows of ROWS cut to the options each shortlist cut, and stop")
-    ap.add_argument("--kappa", type=float, default=8.0, help="the kept options' shares, softmax(kappa logit p_yes) (gojev.ShortlistKappa)")
+    ap.add_argument("--fit-kappa", action="store_true", help="print the kappa of highest likelihood of the gold option under the shipped rule (fit it on training rows)")
+    ap.add_argument("--kappa", type=float, default=KAPPA, help="the shipped rule's kappa (gojev.ShortlistKappa)")
     a = ap.parse_args()
     rs = [r for path in a.file for r in records(path)]
     n = len(rs)
@@ -149,18 +169,33 @@ def main():
     py = [sorted(r["candidates"], key=lambda c: -c["p_yes"]) for r in rs]
     print("binary recall among the kept:", "  ".join("@%d %.3f" % (k, sum(r["label"] in [c["id"] for c in p[:k]] for r, p in zip(rs, py)) / n) for k in (1, 2, 4, 8)))
     right = [r["chosen"] == r["label"] for r in rs]
-    lo, hi = wilson(sum(right), n)
-    print("accuracy %d/%d = %.1f %% [%.1f, %.1f]" % (sum(right), n, 100 * sum(right) / n, 100 * lo, 100 * hi))
-    print("ECE %.3f as recorded (probability %.3f mean)" % (ece([r["probability"] for r in rs], right), sum(r["probability"] for r in rs) / n))
-    # The shipped rule (gojev.Shortlist.Distribution), for records written before it had kappa.
-    for kappa in sorted({a.kappa, 1.0}):
-        conf = []
-        for r, p in zip(rs, py):
-            z = [kappa * math.log(min(max(c["p_yes"], 1e-12), 1 - 1e-12) / (1 - min(max(c["p_yes"], 1e-12), 1 - 1e-12))) for c in r["candidates"]]
-            m = max(z)
-            share = math.exp(kappa * math.log(p[0]["p_yes"] / (1 - p[0]["p_yes"])) - m) / sum(math.exp(x - m) for x in z)
-            conf.append(r["shortlist"]["kept_mass"] * share)
-        print("ECE %.3f with kappa %g (probability %.3f mean)" % (ece(conf, right), kappa, sum(conf) / n))
+    print("ECE %.3f as recorded (accuracy %.1f %%, probability %.3f mean)" % (
+        ece([r["probability"] for r in rs], right), 100 * sum(right) / n, sum(r["probability"] for r in rs) / n))
+    # The rules, recomputed from each record's scores and p_yes (records of any build).
+    if a.fit_kappa:
+        ks = [0.5 * i for i in range(1, 41)]
+        ll = [sum(math.log(max(distribution(r, k)[r["label"]], 1e-300)) for r in rs) for k in ks]
+        best = ks[ll.index(max(ll))]
+        print("kappa of highest likelihood under ranker-times-binary: %g (mean log-likelihood of the gold option %.3f; at %g: %.3f)" % (
+            best, max(ll) / n, KAPPA, ll[ks.index(KAPPA)] / n if KAPPA in ks else float("nan")))
+    rights = []
+    for name, product, kappa in (("ranker-times-binary (shipped)", True, a.kappa), ("binary alone (before 2026-12-07)", False, 8.0), ("binary alone, p_yes normalised", False, 1.0)):
+        conf, right, brier = [], [], 0.0
+        for r in rs:
+            dist = distribution(r, kappa, product)
+            kept = {c["id"] for c in r["candidates"]}
+            chosen = max(kept, key=lambda i: dist[i])
+            conf.append(dist[chosen])
+            right.append(chosen == r["label"])
+            brier += sum((q - (i == r["label"])) ** 2 for i, q in dist.items())
+        lo, hi = wilson(sum(right), n)
+        print("%s, kappa %g: accuracy %d/%d = %.1f %% [%.1f, %.1f]; ECE %.3f, Brier %.3f (over every option), probability %.3f mean" % (
+            name, kappa, sum(right), n, 100 * sum(right) / n, 100 * lo, 100 * hi, ece(conf, right), brier / n, sum(conf) / n))
+        rights.append(right)
+    only_new = sum(x and not y for x, y in zip(rights[0], rights[1]))
+    only_old = sum(y and not x for x, y in zip(rights[0], rights[1]))
+    print("ranker-times-binary against binary alone: right only under the first %d, only under the second %d, McNemar p %.3g" % (
+        only_new, only_old, mcnemar(only_new, only_old)))
     mean = lambda xs: sum(xs) / len(xs)
     print("a row: %.0f prompt tokens, %.0f decoded, %d prompts (one state embedding, %d binary)" % (
         mean([r["stats"]["prompt_tokens"] for r in rs]), mean([r["stats"]["decoded_tokens"] for r in rs]),
