@@ -5,6 +5,7 @@
   python3 measurements/shortlist.py --final-pass measurements/ko/shortlist-final-pass-sub.jsonl.gz
   python3 measurements/shortlist.py SL.jsonl --cut-rows ROWS.jsonl > cut.jsonl   # then jev decide --contract binary
   python3 measurements/shortlist.py SL.jsonl --binary BIN.jsonl [--binary CUT-BIN.jsonl]
+  python3 measurements/shortlist.py SL.jsonl --resettle > now.jsonl   # records under the shipped rule
 
 For the records of rows of more than 16 options decided by shortlist it prints the embedding
 ranker's recall at k (the share of rows whose gold option is among the k best scores), the
@@ -134,6 +135,7 @@ def main():
     ap.add_argument("--final-pass", action="store_true")
     ap.add_argument("--binary", action="append", default=[], metavar="FILE", help="the binary contract's records of the same rows (repeatable)")
     ap.add_argument("--cut-rows", metavar="ROWS", help="write the rows of ROWS cut to the options each shortlist cut, and stop")
+    ap.add_argument("--resettle", action="store_true", help="write the records with chosen, probability, correct and the shortlist's distribution under the shipped rule (ShortlistRule, --kappa), as gojev settles them now, and stop")
     ap.add_argument("--fit-kappa", action="store_true", help="print the kappa of highest likelihood of the gold option under the shipped rule (fit it on training rows)")
     ap.add_argument("--kappa", type=float, default=KAPPA, help="the shipped rule's kappa (gojev.ShortlistKappa)")
     a = ap.parse_args()
@@ -143,6 +145,16 @@ def main():
         raise SystemExit("no labelled shortlist records in " + ", ".join(a.file))
     if a.cut_rows:
         return cut_rows(rs, a.cut_rows)
+    if a.resettle:
+        for r in rs:
+            dist = distribution(r, a.kappa)
+            s = r["shortlist"]
+            s["rule"], s["kappa"] = "ranker-times-binary", a.kappa
+            s["distribution"] = [{"id": o["id"], "probability": dist[o["id"]]} for o in s["scores"]]
+            r["chosen"] = max((c["id"] for c in r["candidates"]), key=lambda i: dist[i])
+            r["probability"], r["correct"] = dist[r["chosen"]], r["chosen"] == r["label"]
+            print(json.dumps(r, ensure_ascii=False))
+        return
     sl = [r["shortlist"] for r in rs]
     rank = []
     for r, s in zip(rs, sl):
