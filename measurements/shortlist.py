@@ -18,7 +18,8 @@ its rows is the cost a row).
 
 Several files are read as one set of rows. --binary pairs them with the binary contract's
 records of the same rows (`jev decide --contract binary`) and prints both accuracies and exact
-McNemar's p (two-sided binomial test of the rows only one of them got right). The binary
+McNemar's p (two-sided binomial test of the rows only one of them got right), the shortlist
+choosing under the shipped rule. The binary
 contract reads each option in a prompt of its own (binary-candidates-v1: the context, the
 question and that one candidate), so its decision over every option is the argmax of p_yes over
 the shortlist's kept options (their p_yes are in the shortlist's record) and the others'; the
@@ -71,7 +72,7 @@ def cut_rows(rs, rows_path):
             print(json.dumps(row, ensure_ascii=False))
 
 
-def paired(rs, binary_paths):
+def paired(rs, binary_paths, kappa):
     """The binary contract's decision on each shortlist row, from its p_yes over every option."""
     p_yes = {}
     for path in binary_paths:
@@ -86,7 +87,8 @@ def paired(rs, binary_paths):
             continue
         n += 1
         b = max(py, key=py.get) == r["label"]
-        s = r["chosen"] == r["label"]
+        dist = distribution(r, kappa)  # the shortlist's choice under the shipped rule, whatever build wrote r
+        s = max((c["id"] for c in r["candidates"]), key=lambda i: dist[i]) == r["label"]
         both += b and s
         sl_only += s and not b
         bin_only += b and not s
@@ -213,7 +215,7 @@ def main():
         mean([r["stats"]["prompt_tokens"] for r in rs]), mean([r["stats"]["decoded_tokens"] for r in rs]),
         1 + len(rs[0]["candidates"]), len(rs[0]["candidates"])))
     if a.binary:
-        paired(rs, a.binary)
+        paired(rs, a.binary, a.kappa)
 
 
 if __name__ == "__main__":
