@@ -120,8 +120,10 @@ func TestShortlistRowsThroughTheTools(t *testing.T) {
 
 // TestShortlistOnBanking77 is the CI check of make knockout's shortlist run: the first 12 of
 // its 77-option Banking77 rows (scripts/banking77-rows.py) on the default model. Measured on
-// the first 59 of them: the gold intent among the 16 kept on 95 %, right on 58 %. Here at
-// least 10 of 12 kept and 5 right. About 3 minutes on two cores.
+// the 300: the gold intent among the 16 kept on 91 %, right on 54 %; on these 12, 11 kept and 5
+// right (ShortlistRule; 6 under the first build's rule). Here at least 10 of 12 kept and 4
+// right, leaving a row for another CPU's rounding (chance: 0.16 of 12). About 3.5 minutes on
+// two cores.
 func TestShortlistOnBanking77(t *testing.T) {
 	model := testenv.DefaultModel(t)
 	dir := qualityDir(t)
@@ -146,5 +148,5 @@ func TestShortlistOnBanking77(t *testing.T) {
 	}
 	t.Logf("Banking77, 77 options, 12 rows, --many shortlist: gold kept on %d, right on %d", kept, right)
 	assert.GreaterOrEqual(t, kept, 10)
-	assert.GreaterOrEqual(t, right, 5)
+	assert.GreaterOrEqual(t, right, 4)
 }
