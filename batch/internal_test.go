@@ -94,7 +94,7 @@ func TestRunDecidesItsShard(t *testing.T) {
 	sum, err := run(context.Background(), starter{row: now(firstOption)}, strings.NewReader(in.String()), &out, Config{Shard: Shard{I: 1, N: 3}, Window: 4})
 	require.NoError(t, err)
 	assert.Equal(t, `{"id":"r2","prompt_version":"direct-options-v1","n_prompt_tokens":0,"chosen":"o0","probability":0,"backend":"","renderer":"","template_date":"","ms":0,"stats":{"prompt_tokens":0,"decoded_tokens":0,"queue_ms":0},"line":2}`+"\n"+
-		`{"id":null,"line":5,"error":"bad row: invalid JSON at byte 6: unexpected end of input, expecting a value: invalid JSON"}`+"\n", out.String())
+		`{"id":null,"line":5,"error":"bad row: invalid JSON at byte 6: unexpected end of input, expecting a value"}`+"\n", out.String())
 	assert.Equal(t, 2, sum.Rows)
 	assert.Equal(t, 1, sum.Errors)
 

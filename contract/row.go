@@ -64,7 +64,7 @@ func ParseRow(line []byte) (Row, error) {
 	var se *pyjson.SyntaxError
 	switch {
 	case errors.As(err, &se):
-		return row, fmt.Errorf("%w: invalid JSON at byte %d: %s: %w", ErrRow, se.Offset, se.Msg, pyjson.ErrSyntax)
+		return row, fmt.Errorf("%w: %w at byte %d: %s", ErrRow, pyjson.ErrSyntax, se.Offset, se.Msg)
 	case err != nil:
 		return row, fmt.Errorf("%w: %w", ErrRow, err)
 	}
