@@ -44,6 +44,7 @@ index in its file).
 """
 import argparse
 import bz2
+import collections
 import csv
 import io
 import json
@@ -135,10 +136,21 @@ def soc_titles(folder):
             yield i, m.group(1).strip(), " ".join(str(r["ideal"]).split())
 
 
+def soc_ids(items):
+    """Every occupation's option id, soc-NNN in the order of their names."""
+    return {o: "soc-%03d" % j for j, o in enumerate(sorted({o for _, _, o in items}))}
+
+
+def soc_row(title, opts, ids, gold):
+    return {"state": {"job_title": title},
+            "question": "Which Standard Occupational Classification (SOC) occupation does this job title belong to?",
+            "options": [{"id": ids[o], "description": o} for o in opts], "label": ids[gold]}
+
+
 def soc(folder, seed):
     items = list(soc_titles(folder))
-    occupations = sorted({o for _, _, o in items})
-    ids = {o: "soc-%03d" % j for j, o in enumerate(occupations)}
+    ids = soc_ids(items)
+    occupations = sorted(ids)
     seen = set()
     for i, title, gold in items:
         if title in seen:
@@ -147,18 +159,14 @@ def soc(folder, seed):
         rnd = random.Random("%d-%d" % (seed, i))
         opts = [gold] + rnd.sample([o for o in occupations if o != gold], 7)
         rnd.shuffle(opts)
-        yield i, {"state": {"job_title": title},
-                  "question": "Which Standard Occupational Classification (SOC) occupation does this job title belong to?",
-                  "options": [{"id": ids[o], "description": o} for o in opts], "label": ids[gold]}
+        yield i, soc_row(title, opts, ids, gold)
 
 
 def socmany(folder, seed, classes):
     items = list(soc_titles(folder))
-    counts = {}
-    for _, _, o in items:
-        counts[o] = counts.get(o, 0) + 1
+    ids = soc_ids(items)
+    counts = collections.Counter(o for _, _, o in items)
     kept = sorted(counts, key=lambda o: (-counts[o], o))[:classes]
-    ids = {o: "soc-%03d" % j for j, o in enumerate(sorted({o for _, _, o in items}))}
     seen = set()
     for i, title, gold in items:
         if title in seen or gold not in kept:
@@ -166,9 +174,16 @@ def socmany(folder, seed, classes):
         seen.add(title)
         opts = list(kept)
         random.Random("%d-%d" % (seed, i)).shuffle(opts)
-        yield i, {"state": {"job_title": title},
-                  "question": "Which Standard Occupational Classification (SOC) occupation does this job title belong to?",
-                  "options": [{"id": ids[o], "description": o} for o in opts], "label": ids[gold]}
+        yield i, soc_row(title, opts, ids, gold)
+
+
+def at_most(items, per_class):
+    """The items in order, at most per_class of each label."""
+    seen = collections.Counter()
+    for it in items:
+        seen[it[1]["label"]] += 1
+        if seen[it[1]["label"]] <= per_class:
+            yield it
 
 
 BIAS = re.compile(r"(fact|opinion|claim|argument|data|quote|narrative|sensationalism|speculation) \((.*?)\)(?=, | or |\. )")
@@ -305,8 +320,7 @@ def main():
         items = list({"mmlu": mmlu, "siqa": siqa}[a.task](a.folder))
     random.Random(a.seed).shuffle(items)
     if a.task == "socmany":
-        per = {}
-        items = [it for it in items if per.setdefault(it[1]["label"], []).append(it) or len(per[it[1]["label"]]) <= a.per_class]
+        items = list(at_most(items, a.per_class))
     for i, row in items[a.skip:a.skip + a.rows]:
         out = {"id": "%s-%05d" % (a.task, i)}
         out.update(row)
