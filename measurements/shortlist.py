@@ -39,12 +39,18 @@ KAPPA = 8.0  # gojev.ShortlistKappa
 
 
 def records(path):
-    op = gzip.open if path.endswith(".gz") else open
-    with op(path, "rt") as f:
-        for line in f:
-            r = json.loads(line)
-            if "shortlist" in r and r.get("label"):
-                yield r
+    """The labelled shortlist records of a results file."""
+    return (r for r in raw_records(path) if "shortlist" in r and r.get("label"))
+
+
+def logit(p):
+    p = min(max(p, 1e-12), 1 - 1e-12)
+    return math.log(p / (1 - p))
+
+
+def choice(r, dist):
+    """The shortlist's choice under dist: its kept option of highest share."""
+    return max((c["id"] for c in r["candidates"]), key=lambda i: dist[i])
 
 
 def mcnemar(a_only, b_only):
@@ -87,8 +93,7 @@ def paired(rs, binary_paths, kappa):
             continue
         n += 1
         b = max(py, key=py.get) == r["label"]
-        dist = distribution(r, kappa)  # the shortlist's choice under the shipped rule, whatever build wrote r
-        s = max((c["id"] for c in r["candidates"]), key=lambda i: dist[i]) == r["label"]
+        s = choice(r, distribution(r, kappa)) == r["label"]  # under the shipped rule, whatever build wrote r
         both += b and s
         sl_only += s and not b
         bin_only += b and not s
@@ -103,10 +108,9 @@ def distribution(r, kappa, product=True):
     from its scores and p_yes): the cut options keep the ranker's shares, softmax(score/tau); the
     kept share kept_mass by softmax(score/tau + kappa logit p_yes) (product: ShortlistRule,
     "ranker-times-binary"), or by softmax(kappa logit p_yes) alone (the records before it)."""
-    lo = lambda p: math.log(min(max(p, 1e-12), 1 - 1e-12) / (1 - min(max(p, 1e-12), 1 - 1e-12)))
     s = r["shortlist"]
     score = {o["id"]: o["score"] for o in s["scores"]}
-    kept = {c["id"]: kappa * lo(c["p_yes"]) + (score[c["id"]] / s["tau"] if product else 0) for c in r["candidates"]}
+    kept = {c["id"]: kappa * logit(c["p_yes"]) + (score[c["id"]] / s["tau"] if product else 0) for c in r["candidates"]}
     m = max(kept.values())
     z = sum(math.exp(v - m) for v in kept.values())
     dist = {o["id"]: o["probability"] for o in s["distribution"] if o["id"] not in kept}
@@ -153,7 +157,7 @@ def main():
             s = r["shortlist"]
             s["rule"], s["kappa"] = "ranker-times-binary", a.kappa
             s["distribution"] = [{"id": o["id"], "probability": dist[o["id"]]} for o in s["scores"]]
-            r["chosen"] = max((c["id"] for c in r["candidates"]), key=lambda i: dist[i])
+            r["chosen"] = choice(r, dist)
             r["probability"], r["correct"] = dist[r["chosen"]], r["chosen"] == r["label"]
             print(json.dumps(r, ensure_ascii=False))
         return
@@ -165,9 +169,6 @@ def main():
     print("rows", n)
     print("ranker recall:", "  ".join("@%d %.3f" % (k, sum(x < k for x in rank) / n) for k in (1, 4, 8, 16, 32)))
     if a.final_pass:
-        def lo(p):
-            p = min(max(p, 1e-12), 1 - 1e-12)
-            return math.log(p / (1 - p))
         for w in (0, 0.25, 0.5, 1, 2):
             right = 0
             for r, s in zip(rs, sl):
@@ -176,7 +177,7 @@ def main():
                 m = max(lp)
                 z = m + math.log(sum(math.exp(x - m) for x in lp))
                 py = {o["id"]: o["p_yes"] for o in s["reranked"]}
-                best = max(range(len(ids)), key=lambda k: lo(py[ids[k]]) + w * (lp[k] - z))
+                best = max(range(len(ids)), key=lambda k: logit(py[ids[k]]) + w * (lp[k] - z))
                 right += ids[best] == r["label"]
             print("final pass weight %.2f: %d/%d right (%.1f %%)" % (w, right, n, 100 * right / n))
         return
@@ -197,8 +198,7 @@ def main():
         conf, right, brier = [], [], 0.0
         for r in rs:
             dist = distribution(r, kappa, product)
-            kept = {c["id"] for c in r["candidates"]}
-            chosen = max(kept, key=lambda i: dist[i])
+            chosen = choice(r, dist)
             conf.append(dist[chosen])
             right.append(chosen == r["label"])
             brier += sum((q - (i == r["label"])) ** 2 for i, q in dist.items())
