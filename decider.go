@@ -95,7 +95,7 @@ func New(ctx context.Context, rt backend.Backend, opts Options) (*Decider, error
 
 // newDecider is New for options already checked.
 func newDecider(ctx context.Context, rt backend.Backend, opts Options) (*Decider, error) {
-	opts = opts.following(opts.Calibration)
+	opts = opts.following(opts.Calibration).settleMany(rt)
 	d := &Decider{opts: opts, rt: rt, markUncalibrated: opts.Calibration == nil && opts.Debias == debias.Default}
 	if err := d.startupChecks(ctx); err != nil {
 		return nil, err

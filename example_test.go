@@ -215,7 +215,7 @@ func Example_calibrated() {
 func Example_knockout() {
 	ctx := context.Background()
 	d, err := gojev.Open(ctx, modelFile, gojev.Options{Knockout: gojev.KnockoutOptions{Method: gojev.ManyKnockout},
-		Runtime: backend.InProcessOptions{NThreads: 2}}) // the default decides such rows under the binary contract
+		Runtime: backend.InProcessOptions{NThreads: 2}}) // the default decides such rows by shortlist
 	if err != nil {
 		log.Fatal(err)
 	}

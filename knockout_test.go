@@ -308,27 +308,45 @@ func TestKnockoutRowsFinishInOrder(t *testing.T) {
 	}
 }
 
-// TestManyOptionsBinaryByDefault: with the zero Options a row of more than 16 options is
-// decided under the binary contract, one yes/no prompt per option, exactly as a Binary
-// Decider decides it; rows of 16 stay direct. A runtime that cannot spell yes and no fails
-// only such rows, with the binary contract's start-up error.
-func TestManyOptionsBinaryByDefault(t *testing.T) {
+// TestManyOptionsDefault: with the zero Options a row of more than 16 options is decided by
+// shortlist on a runtime that reads hidden states (Open's), and under the binary contract on
+// one that does not; Decider.Options says which. ManyBinary decides such a row exactly as a
+// Binary Decider does, one yes/no prompt per option; rows of 16 stay direct. A runtime that
+// cannot spell yes and no fails only such rows, with the binary contract's start-up error.
+func TestManyOptionsDefault(t *testing.T) {
 	ctx := context.Background()
 	row := contract.Row{ID: "n17", State: map[string]any{"message": "My card does not work abroad."}, Question: "Which option?", Options: manyOptions(17), Label: "o07"}
 	d := openDefault(t, gojev.Options{})
+	assert.Equal(t, gojev.ManyShortlist, d.Options().Knockout.Method)
 	res, err := d.Decide(ctx, row)
 	require.NoError(t, err)
 	assert.Equal(t, contract.BinaryPromptVersion, res.PromptVersion)
-	assert.Nil(t, res.Knockout)
+	require.NotNil(t, res.Shortlist, "the default on an in-process runtime")
+	assert.Len(t, res.Candidates, gojev.DefaultShortlist)
 	assert.Nil(t, res.Debias, "the direct contract's bias control does not apply")
-	require.Len(t, res.Candidates, 17)
 	b := openDefault(t, gojev.Options{Contract: gojev.Binary})
-	want, err := b.Decide(ctx, row)
+	ps, err := d.Render(ctx, row)
 	require.NoError(t, err)
-	assert.Equal(t, want.Chosen, res.Chosen)
-	for i := range want.Candidates {
-		assert.Equal(t, want.Candidates[i].PromptSHA256, res.Candidates[i].PromptSHA256)
-		assert.InDelta(t, want.Candidates[i].PYes, res.Candidates[i].PYes, 1e-6)
+	want, err := b.Render(ctx, row)
+	require.NoError(t, err)
+	require.Len(t, ps, 17, "Render: the binary prompt of every option, of which the shortlist decides the kept")
+	for i := range want {
+		assert.Equal(t, want[i].Text, ps[i].Text)
+	}
+
+	d = openDefault(t, gojev.Options{Knockout: gojev.KnockoutOptions{Method: gojev.ManyBinary}})
+	res, err = d.Decide(ctx, row)
+	require.NoError(t, err)
+	assert.Equal(t, contract.BinaryPromptVersion, res.PromptVersion)
+	assert.Nil(t, res.Knockout)
+	assert.Nil(t, res.Shortlist)
+	require.Len(t, res.Candidates, 17)
+	all, err := b.Decide(ctx, row)
+	require.NoError(t, err)
+	assert.Equal(t, all.Chosen, res.Chosen)
+	for i := range all.Candidates {
+		assert.Equal(t, all.Candidates[i].PromptSHA256, res.Candidates[i].PromptSHA256)
+		assert.InDelta(t, all.Candidates[i].PYes, res.Candidates[i].PYes, 1e-6)
 	}
 	sixteen := row
 	sixteen.Options = row.Options[:16]
@@ -336,9 +354,11 @@ func TestManyOptionsBinaryByDefault(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, contract.PromptVersion, res.PromptVersion)
 
-	s, err := gojev.New(ctx, &scripted{}, gojev.Options{})
+	// A runtime that reads no hidden states (an HTTP server) settles the default to binary.
+	s, err := gojev.New(ctx, struct{ backend.Backend }{&scripted{}}, gojev.Options{})
 	require.NoError(t, err, "a runtime without yes/no tokens still serves the direct contract")
 	defer s.Close()
+	assert.Equal(t, gojev.ManyBinary, s.Options().Knockout.Method)
 	_, err = s.Decide(ctx, row)
 	assert.ErrorIs(t, err, contract.ErrBinarySlot)
 	_, err = s.Decide(ctx, sixteen)

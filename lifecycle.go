@@ -68,7 +68,7 @@ func (d *Decider) beginSeq(ctx context.Context, seq uint64, row contract.Row, me
 // rubric; prepareRow).
 func (d *Decider) prepareSeq(ctx context.Context, seq uint64, row contract.Row, method debias.Method, permute int, reverse bool) (*request, error) {
 	if len(row.Options) > contract.MaxOptions && d.opts.Contract.lettered() && !d.opts.manyBinary() {
-		if d.opts.Knockout.Method == ManyShortlist {
+		if d.shortlistRow(len(row.Options)) {
 			return d.prepareShortlist(ctx, seq, row, method)
 		}
 		return d.prepareKnockout(ctx, seq, row, method, permute)
@@ -119,6 +119,12 @@ func (d *Decider) rowMethod(method debias.Method, k int) debias.Method {
 // Decider of a direct contract (more than 16 options, KnockoutOptions.Method ManyBinary).
 func (d *Decider) binaryRow(k int) bool {
 	return k > contract.MaxOptions && d.opts.Contract.lettered() && d.opts.manyBinary()
+}
+
+// shortlistRow reports whether a row of k options is decided by shortlist (more than 16
+// options under a direct contract, KnockoutOptions.Method ManyShortlist).
+func (d *Decider) shortlistRow(k int) bool {
+	return k > contract.MaxOptions && d.opts.Contract.lettered() && d.opts.Knockout.Method == ManyShortlist
 }
 
 // beginRow is prepareRow, then enqueueRequest.

@@ -11,7 +11,8 @@ import (
 
 // Render renders a row's prompts under the Decider's contract without decoding them: one
 // under Direct, one per option under Binary (and for a row of more than 16 options under
-// Direct with KnockoutOptions.Method ManyBinary), in option order. Each is checked as a decision
+// Direct with KnockoutOptions.Method ManyBinary or ManyShortlist, whose kept options get
+// these prompts), in option order. Each is checked as a decision
 // checks it: the row is valid (contract.Row.Validate), no message contains special-token text
 // (backend.CheckSpecialText), and the answer boundary holds (contract.VerifyBoundary,
 // contract.VerifyBinaryBoundary). Errors wrap contract.ErrRow, backend.ErrSpecialText,
@@ -20,7 +21,7 @@ func (d *Decider) Render(ctx context.Context, row Row) ([]Prompt, error) {
 	if err := validate(row); err != nil {
 		return nil, err
 	}
-	return d.render(ctx, row)
+	return d.renderAs(ctx, row, d.shortlistRow(len(row.Options)))
 }
 
 // render is Render for a row already validated (a decision's row, its permutations and

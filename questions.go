@@ -425,7 +425,7 @@ func (d *Decider) UserMessages(state any, q Question) ([]string, error) {
 			return nil, err
 		}
 		rows, asBinary := []contract.Row{row}, false
-		if len(row.Options) > contract.MaxOptions && d.opts.Contract.lettered() && d.opts.Knockout.Method == ManyShortlist {
+		if d.shortlistRow(len(row.Options)) {
 			// the binary prompts of as many options as are kept; which ones, the ranker says
 			rows[0].Options, asBinary = rows[0].Options[:d.opts.shortlisted(len(row.Options))], true
 		} else if len(row.Options) > contract.MaxOptions && d.opts.Contract.lettered() && !d.opts.manyBinary() {
@@ -513,7 +513,7 @@ func (d *Decider) rowPrompts(k int, detect bool) int {
 			n += k * len(debias.ContentFreeEvidence)
 		}
 		return n
-	case k > contract.MaxOptions && d.opts.Knockout.Method == ManyShortlist:
+	case d.shortlistRow(k):
 		return n + 1 + d.opts.shortlisted(k) // the state's embedding, the kept options' binary prompts
 	case k > contract.MaxOptions:
 		sizes, keep := knockout.Sizes(k)

@@ -24,10 +24,13 @@ func TestRunFileOptions(t *testing.T) {
 		want gojev.Options
 	}{
 		// Written before PriDe was the default: no debias is the raw scores.
-		{batch.RunFile{PromptVersion: contract.PromptVersion}, gojev.Options{Contract: gojev.Direct, Debias: debias.None, Knockout: gojev.KnockoutOptions{Grouping: "shuffle"}}},
-		{batch.RunFile{PromptVersion: contract.PromptVersion, Debias: "default"}, gojev.Options{Contract: gojev.Direct, Debias: debias.Default, Knockout: gojev.KnockoutOptions{Grouping: "shuffle"}}},
+		// No scheme recorded: rows of more than 16 options were decided under the binary contract.
+		{batch.RunFile{PromptVersion: contract.PromptVersion}, gojev.Options{Contract: gojev.Direct, Debias: debias.None, Knockout: gojev.KnockoutOptions{Method: gojev.ManyBinary, Grouping: "shuffle"}}},
+		{batch.RunFile{PromptVersion: contract.PromptVersion, Debias: "default"}, gojev.Options{Contract: gojev.Direct, Debias: debias.Default, Knockout: gojev.KnockoutOptions{Method: gojev.ManyBinary, Grouping: "shuffle"}}},
+		{batch.RunFile{PromptVersion: contract.PromptVersion, Debias: "default", Knockout: &gojev.KnockoutOptions{Method: gojev.ManyShortlist, Grouping: "shuffle", Shortlist: 16}},
+			gojev.Options{Contract: gojev.Direct, Debias: debias.Default, Knockout: gojev.KnockoutOptions{Method: gojev.ManyShortlist, Grouping: "shuffle", Shortlist: 16}}},
 		{batch.RunFile{PromptVersion: contract.BinaryPromptVersion, Debias: debias.Contextual},
-			gojev.Options{Contract: gojev.Binary, Debias: debias.Contextual, Knockout: gojev.KnockoutOptions{Grouping: "shuffle"}}},
+			gojev.Options{Contract: gojev.Binary, Debias: debias.Contextual, Knockout: gojev.KnockoutOptions{Method: gojev.ManyBinary, Grouping: "shuffle"}}},
 		{batch.RunFile{PromptVersion: contract.GuardedPromptVersion, Debias: debias.PriDe, Permute: 2, AbstainBelow: 0.4,
 			Detect: &batch.RunDetect{Threshold: 0.7, Abstain: true}, Knockout: &gojev.KnockoutOptions{Grouping: "file", Seed: 3}},
 			gojev.Options{Contract: gojev.Guarded, Debias: debias.PriDe, Permute: 2, AbstainBelow: 0.4, Detect: true, DetectThreshold: 0.7,

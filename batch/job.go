@@ -220,6 +220,11 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 	if (pride || auto) && opts.Prior == nil && prev != nil && prev.Prior != nil && j.PriorFile == "" {
 		opts.Prior = prev.Prior // every record of the file debiased with one prior
 	}
+	if opts.Knockout.Method == "" && prev != nil {
+		// A resumed run keeps the scheme its records were decided by (a run file without one
+		// was decided under the binary contract, the default before the shortlist).
+		opts.Knockout.Method = prev.KnockoutOptions().Method
+	}
 	d, shipped := j.Decider, false
 	if j.Open != nil {
 		if d, err = j.Open(ctx, opts); err != nil {
@@ -227,7 +232,9 @@ func (j *Job) Run(ctx context.Context) (Summary, error) {
 		}
 		defer d.Close()
 	}
-	opts.Debias = d.Options().Debias // the default follows a calibration profile of the raw scores
+	// The default bias control follows a calibration profile of the raw scores, and the
+	// default scheme for rows of many options the runtime (New settles both).
+	opts.Debias, opts.Knockout.Method = d.Options().Debias, d.Options().Knockout.Method
 	pride, auto = opts.Debias == debias.PriDe, usesDefaultPrior(opts)
 	if opts.Calibration == nil && d.Options().Calibration != nil {
 		opts.Calibration = d.Options().Calibration // the shipped default (calibrate.ShippedProfile)
@@ -483,12 +490,20 @@ func (j *Job) newRunFile(d *gojev.Decider, opts gojev.Options, shipped bool) (*R
 
 func (j *Job) profileName() string { return cmp.Or(j.CalibrationFile, "the calibration profile") }
 
-// runKnockout is what a run file records of the knockout grouping (nil at the default).
+// runKnockout is what a run file records of the scheme for rows of more than 16 options: nil
+// for ManyBinary with the knockout's defaults (so that a run file written before the
+// shortlist was the default, which records none, reads as the binary contract it was decided
+// under), else the settled options, the shortlist's k spelled out.
 func runKnockout(k gojev.KnockoutOptions) *gojev.KnockoutOptions {
-	if (k.Method == "" || k.Method == gojev.ManyBinary) && (k.Grouping == "" || k.Grouping == knockout.Shuffle) && k.Seed == 0 {
+	if k.Method == gojev.ManyBinary && (k.Grouping == "" || k.Grouping == knockout.Shuffle) && k.Seed == 0 {
 		return nil
 	}
 	k.Grouping = cmp.Or(k.Grouping, knockout.Shuffle)
+	if k.Method == gojev.ManyShortlist {
+		k.Shortlist = cmp.Or(k.Shortlist, gojev.DefaultShortlist)
+	} else {
+		k.Shortlist = 0
+	}
 	return &k
 }
 

@@ -141,7 +141,8 @@ func TestJobRunsAndResumes(t *testing.T) {
 	assert.True(t, meta.Finished)
 	assert.Equal(t, [4]int{6, 6, 0, 0}, [4]int{meta.Rows, meta.Decided, meta.Errors, meta.Skipped})
 	assert.Nil(t, meta.Prior)
-	assert.Nil(t, meta.Knockout, "the default grouping is not recorded")
+	assert.Equal(t, &gojev.KnockoutOptions{Method: gojev.ManyShortlist, Grouping: "shuffle", Shortlist: gojev.DefaultShortlist}, meta.Knockout,
+		"the default scheme for rows of more than 16 options, settled for the in-process runtime")
 	assert.Equal(t, [2]int{1, 6}, [2]int{meta.Invocations, meta.DecidedAll})
 	assert.Equal(t, meta.ElapsedS, meta.ElapsedAllS)
 	first := meta
@@ -162,6 +163,25 @@ func TestJobRunsAndResumes(t *testing.T) {
 	after, err := os.ReadFile(out)
 	require.NoError(t, err)
 	assert.Equal(t, lines[0]+lines[1], string(after), "a refused resume appends nothing")
+
+	// A run file that records no scheme was decided under the binary contract (the default
+	// before the shortlist): a resume with the default options keeps it, one that asks for
+	// the shortlist is refused.
+	old := *first
+	old.Knockout = nil
+	require.NoError(t, old.Save(batch.RunFilePath(out)))
+	other.Options = gojev.Options{Knockout: gojev.KnockoutOptions{Method: gojev.ManyShortlist}}
+	_, err = other.Run(context.Background())
+	assert.ErrorContains(t, err, "this run has different schemes for rows of more than 16 options")
+	starts = nil
+	job.Resume = true
+	_, err = job.Run(context.Background())
+	require.NoError(t, err)
+	meta, err = batch.ReadRunFile(batch.RunFilePath(out))
+	require.NoError(t, err)
+	assert.Nil(t, meta.Knockout, "the resumed run keeps the binary contract its run file implies")
+	require.NoError(t, os.WriteFile(out, []byte(lines[0]+lines[1]), 0o644))
+	require.NoError(t, first.Save(batch.RunFilePath(out)))
 
 	starts = nil
 	job.Resume = true

@@ -181,6 +181,9 @@ func (a *RunFile) Disagrees(b *RunFile) string {
 	many := func(m *RunFile) gojev.KnockoutOptions {
 		k := m.KnockoutOptions()
 		k.Method = cmp.Or(k.Method, gojev.ManyBinary)
+		if k.Method == gojev.ManyShortlist {
+			k.Shortlist = cmp.Or(k.Shortlist, gojev.DefaultShortlist)
+		}
 		return k
 	}
 	n := func(m *RunFile) int {
@@ -195,7 +198,7 @@ func (a *RunFile) Disagrees(b *RunFile) string {
 	case a.Options().Debias != b.Options().Debias || a.Permute != b.Permute:
 		return "bias control (--debias, --permute)"
 	case many(a) != many(b):
-		return "schemes for rows of more than 16 options (--many, --knockout-grouping, --knockout-seed)"
+		return "schemes for rows of more than 16 options (--many, --shortlist, --knockout-grouping, --knockout-seed)"
 	case (a.Detect == nil) != (b.Detect == nil) || (a.Detect != nil && *a.Detect != *b.Detect):
 		return "injection detection (--detect, --detect-threshold, --abstain-on-suspect)"
 	case cal(a) != cal(b) || a.AbstainBelow != b.AbstainBelow:
@@ -252,10 +255,10 @@ func (m *RunFile) SetOptions(opts gojev.Options) {
 // as debias.None).
 const runDefault debias.Method = "default"
 
-// KnockoutOptions is the run's setting for rows of more than 16 options, the default spelled
-// out.
+// KnockoutOptions is the run's setting for rows of more than 16 options, spelled out: a run
+// file that records none was decided under the binary contract (ManyBinary).
 func (m *RunFile) KnockoutOptions() gojev.KnockoutOptions {
-	k := gojev.KnockoutOptions{Grouping: knockout.Shuffle}
+	k := gojev.KnockoutOptions{Method: gojev.ManyBinary, Grouping: knockout.Shuffle}
 	if m.Knockout != nil {
 		k = *m.Knockout
 	}

@@ -113,17 +113,18 @@ func TestShortlistRowsThroughTheTools(t *testing.T) {
 		assert.Len(t, r.Candidates, 16)
 		assert.Len(t, r.Shortlist.Scores, 20)
 		assert.Len(t, r.Shortlist.Distribution, 20)
-		assert.True(t, r.Uncalibrated, "no shipped map covers a shortlist")
+		assert.True(t, r.Uncalibrated, "no profile ships for the small model")
 	}
 	reportAndCalibrate(t, dir, in, out, "shortlist")
 }
 
 // TestShortlistOnBanking77 is the CI check of make knockout's shortlist run: the first 12 of
-// its 77-option Banking77 rows (scripts/banking77-rows.py) on the default model. Measured on
-// the 300: the gold intent among the 16 kept on 91 %, right on 54 %; on these 12, 11 kept and 5
-// right (ShortlistRule; 6 under the first build's rule). Here at least 10 of 12 kept and 4
-// right, leaving a row for another CPU's rounding (chance: 0.16 of 12). About 3.5 minutes on
-// two cores.
+// its 77-option Banking77 rows (scripts/banking77-rows.py) on the default model, with no flags
+// (the shortlist is the default). Measured on the 300: the gold intent among the 16 kept on
+// 91 %, right on 54 %; on these 12, 11 kept and 5 right (ShortlistRule; 6 under the first
+// build's rule). Here at least 10 of 12 kept and 4 right, leaving a row for another CPU's
+// rounding (chance: 0.16 of 12). The shipped profile's shortlist temperature (above 1: the
+// rule is overconfident) calibrates every row. About 3.5 minutes on two cores.
 func TestShortlistOnBanking77(t *testing.T) {
 	model := testenv.DefaultModel(t)
 	dir := qualityDir(t)
@@ -134,11 +135,15 @@ func TestShortlistOnBanking77(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(rows, b, 0o644))
 	out := filepath.Join(dir, "shortlist-12.jsonl")
-	code, _, stderr := jev(t, "", "decide", "-m", model, "-t", "2", "-q", "--many", "shortlist", "-i", rows, "-o", out)
+	code, _, stderr := jev(t, "", "decide", "-m", model, "-t", "2", "-q", "-i", rows, "-o", out)
 	require.Equal(t, 0, code, stderr)
 	kept, right := 0, 0
 	for _, r := range readResults(t, out) {
-		require.NotNil(t, r.Shortlist)
+		require.NotNil(t, r.Shortlist, "the default for more than 16 options")
+		require.NotNil(t, r.Calibration, "the shipped profile's shortlist scoring")
+		assert.Equal(t, "shortlist", r.Calibration.Scoring)
+		assert.False(t, r.Uncalibrated)
+		assert.Less(t, r.Probability, r.Calibration.UncalibratedProbability, "a temperature above 1 lowers the choice's share")
 		if slices.Contains(r.Shortlist.Kept, r.Label) {
 			kept++
 		}

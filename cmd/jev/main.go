@@ -61,9 +61,9 @@ that "make model" fetched (Qwen2.5-Coder-1.5B-Instruct Q4_K_M).
 A row is one JSON object per line:
   {"id": "r1", "state": {"message": "..."}, "question": "...",
    "options": [{"id": "refund", "description": "..."}, ...], "label": "refund"}
-(1 to 256 options: more than 16 are decided under the binary contract, one yes/no prompt per
-option, unless --many shortlist or --many knockout; "label" is optional and only used to report
-accuracy).
+(1 to 256 options: more than 16 are ranked by embedding and the best 16 decided under the
+binary contract, one yes/no prompt each, unless --many binary (every option) or --many
+knockout; "label" is optional and only used to report accuracy).
 
 Run "jev COMMAND -h" for a command's flags.
 `

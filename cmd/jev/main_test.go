@@ -121,7 +121,7 @@ func TestDecideGoesOnPastBadRows(t *testing.T) {
 		case wantErr[i] == "" && wantID[i] == `"good-17"`:
 			assert.Empty(t, r.Error)
 			assert.NotEmpty(t, r.Chosen)
-			assert.Len(t, r.Candidates, 17, "more than 16 options: the binary contract, one prompt per option")
+			assert.Len(t, r.Candidates, 16, "more than 16 options: the shortlist's 16 best, one binary prompt each")
 		case wantErr[i] == "":
 			assert.Empty(t, r.Error, "line %d", i+1)
 			assert.NotEmpty(t, r.Chosen)

@@ -260,7 +260,9 @@ func RunScorings(ctx context.Context, cfg SweepConfig) (*Sweep, error) {
 		}
 		c := deciders[i].Decider.Check()
 		meta := cfg.RunFile
-		meta.SetOptions(optsOf(settings[i]))
+		opts := optsOf(settings[i])
+		opts.Knockout = deciders[i].Decider.Options().Knockout // the scheme settled for the runtime
+		meta.SetOptions(opts)
 		meta.Jev, meta.LlamaCpp, meta.Model = version.Jev(), version.LlamaCpp(), &id
 		meta.Backend, meta.Decode, meta.Started = c.Backend, c.Decode, sw.Started
 		if settings[i].method == debias.PriDe {
