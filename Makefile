@@ -20,10 +20,11 @@
 #                   the runs so far (gunzip them into CAL_OUT to continue)
 #   make knockout   the 77-option table: KO_ROWS (300) Banking77 rows with every intent an option,
 #                   decided by the knockout, cut to 16 and to 8 options, and the first KO_SUB (100)
-#                   with PriDe, with the length grouping and by the binary contract; all 300,
-#                   40 training rows (its kappa) and 80 SOC rows of 40 occupations (against the
-#                   binary contract) by the shortlist (measurements/shortlist.py), into KO_OUT
-#                   (out/ko), each run resumable (rerun to continue); about 7 hours on 2 cores
+#                   with PriDe, with the length grouping and by the binary contract; all 300
+#                   with no flags (the shortlist), 80 training rows (the fit of its shipped
+#                   temperature, measurements/shortlist.py --ship) and 120 SOC rows of 40
+#                   occupations (80 against the binary contract) by the shortlist, into KO_OUT
+#                   (out/ko), each run resumable (rerun to continue); about 7.5 hours on 2 cores
 #   make typed      the typed questions' figures (docs/typed-questions.md): choice and noul on 200
 #                   held-out Banking77 rows, score on AFINN word sentiment in both rubric orders,
 #                   into OUT (out/typed), resumable; about 40 minutes on 2 cores
@@ -166,8 +167,9 @@ knockout: build model
 	python3 scripts/cut-options.py 16 < $(KO_OUT)/b77-77.jsonl > $(KO_OUT)/b77-16.jsonl
 	python3 scripts/cut-options.py 8 < $(KO_OUT)/b77-77.jsonl > $(KO_OUT)/b77-8.jsonl
 	head -n $(KO_SUB) $(KO_OUT)/b77-77.jsonl > $(KO_OUT)/b77-77-sub.jsonl
-	python3 scripts/banking77-rows.py $(B77)/train.csv $(B77)/categories.json --rows 40 > $(KO_OUT)/b77-train40.jsonl
-	set -e; d="$$(./scripts/fetch-tasks.sh)"; python3 scripts/task-rows.py socmany "$$d" --rows 80 > $(KO_OUT)/socmany.jsonl
+	python3 scripts/banking77-rows.py $(B77)/train.csv $(B77)/categories.json --rows 80 > $(KO_OUT)/b77-train80.jsonl
+	set -e; d="$$(./scripts/fetch-tasks.sh)"; python3 scripts/task-rows.py socmany "$$d" --rows 80 > $(KO_OUT)/socmany.jsonl; \
+	python3 scripts/task-rows.py socmany "$$d" --rows 40 --skip 80 > $(KO_OUT)/socmany-more.jsonl
 	set -e; m="$$(./scripts/fetch-model.sh)"; d() { $(JEV) decide -m "$$m" -t $(THREADS) -q --resume "$$@"; }; \
 	d --debias none -i $(KO_OUT)/b77-8.jsonl -o $(KO_OUT)/cut8.jsonl; \
 	d --debias none -i $(KO_OUT)/b77-16.jsonl -o $(KO_OUT)/cut16.jsonl; \
@@ -175,13 +177,15 @@ knockout: build model
 	d --debias pride --many knockout --prior $(KO_OUT)/prior.json -i $(KO_OUT)/b77-77-sub.jsonl -o $(KO_OUT)/knockout-pride-sub.jsonl; \
 	d --debias none --many knockout --knockout-grouping length -i $(KO_OUT)/b77-77-sub.jsonl -o $(KO_OUT)/knockout-length-sub.jsonl; \
 	d --contract binary -i $(KO_OUT)/b77-77-sub.jsonl -o $(KO_OUT)/binary-sub.jsonl; \
-	d --many shortlist -i $(KO_OUT)/b77-77.jsonl -o $(KO_OUT)/shortlist.jsonl; \
-	d --many shortlist -i $(KO_OUT)/b77-train40.jsonl -o $(KO_OUT)/shortlist-train40.jsonl; \
-	d --many shortlist -i $(KO_OUT)/socmany.jsonl -o $(KO_OUT)/socmany-shortlist.jsonl; \
+	d -i $(KO_OUT)/b77-77.jsonl -o $(KO_OUT)/shortlist.jsonl; \
+	d -i $(KO_OUT)/b77-train80.jsonl -o $(KO_OUT)/shortlist-train80.jsonl; \
+	d -i $(KO_OUT)/socmany.jsonl -o $(KO_OUT)/socmany-shortlist.jsonl; \
+	d -i $(KO_OUT)/socmany-more.jsonl -o $(KO_OUT)/socmany-more-shortlist.jsonl; \
 	d --contract binary -i $(KO_OUT)/socmany.jsonl -o $(KO_OUT)/socmany-binary.jsonl
 	python3 measurements/shortlist.py $(KO_OUT)/shortlist.jsonl
-	python3 measurements/shortlist.py $(KO_OUT)/shortlist-train40.jsonl --fit-kappa
 	python3 measurements/shortlist.py $(KO_OUT)/socmany-shortlist.jsonl --binary $(KO_OUT)/socmany-binary.jsonl
+	python3 measurements/shortlist.py $(KO_OUT)/shortlist-train80.jsonl --ship --held-out "Banking77 test=$(KO_OUT)/shortlist.jsonl" \
+		--held-out "SOC occupations=$(KO_OUT)/socmany-shortlist.jsonl,$(KO_OUT)/socmany-more-shortlist.jsonl"
 	$(JEV) report $(KO_OUT)/knockout.jsonl=knockout $(KO_OUT)/cut16.jsonl=cut16 $(KO_OUT)/cut8.jsonl=cut8 --json $(KO_OUT)/report.json
 	$(JEV) report $(KO_OUT)/knockout.jsonl=knockout $(KO_OUT)/knockout-pride-sub.jsonl=knockout-pride $(KO_OUT)/knockout-length-sub.jsonl=knockout-length $(KO_OUT)/binary-sub.jsonl=binary $(KO_OUT)/shortlist.jsonl=shortlist
 

@@ -302,6 +302,8 @@ def main():
                 prof["scorings"][name] = sc
         if " Noul answers:" in old.get("note", ""):
             prof["note"] = prof["note"].replace("other scorings, stay", "other scorings but noul, stay") + " Noul answers:" + old["note"].split(" Noul answers:", 1)[1]
+        if " Shortlist rows:" in old.get("note", ""):  # measurements/shortlist.py --ship's
+            prof["note"] = prof["note"].replace("other scorings, stay", "other scorings but the shortlist's, stay") + " Shortlist rows:" + old["note"].split(" Shortlist rows:", 1)[1]
     with open(a.profile, "w") as f:
         json.dump(prof, f, indent=1)
         f.write("\n")

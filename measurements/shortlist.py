@@ -6,6 +6,7 @@
   python3 measurements/shortlist.py SL.jsonl --cut-rows ROWS.jsonl > cut.jsonl   # then jev decide --contract binary
   python3 measurements/shortlist.py SL.jsonl --binary BIN.jsonl [--binary CUT-BIN.jsonl]
   python3 measurements/shortlist.py SL.jsonl --resettle > now.jsonl   # records under the shipped rule
+  python3 measurements/shortlist.py TRAIN.jsonl --ship --held-out a=A.jsonl,A2.jsonl --held-out b=B.jsonl [--profile calibrate/shipped/X.json]
 
 For the records of rows of more than 16 options decided by shortlist it prints the embedding
 ranker's recall at k (the share of rows whose gold option is among the k best scores), the
@@ -26,6 +27,12 @@ the shortlist's kept options (their p_yes are in the shortlist's record) and the
 others may come from a run on rows cut to the options the shortlist cut (--cut-rows ROWS writes
 them from the rows the shortlist decided), which costs the binary contract's prompts less the 16
 the shortlist read. A row is paired only when every one of its options has a p_yes.
+
+--ship fits a temperature over the shipped rule's distribution (over every option) on the
+files' rows by the likelihood of the gold option, prints the ECE of each --held-out task before
+and after and, with --profile, writes it into the shipped calibration profile as its
+"shortlist" scoring (with the fitting rows' points for --max-error), only if it lowers every
+held-out task's ECE.
 
 --final-pass reads the records of the first build (2026-12-07), which decided the binary
 reading's 4 best again in a direct-options-v1 final pass and chose by logit(p_yes) + w log
@@ -118,6 +125,59 @@ def distribution(r, kappa, product=True):
     return dist
 
 
+def tempered(dist, t):
+    """softmax(log dist / t): a temperature map over a shortlist's distribution (calibrate's
+    temperature over the log distribution, gojev's "shortlist" scoring)."""
+    lp = {i: math.log(max(q, 1e-300)) / t for i, q in dist.items()}
+    m = max(lp.values())
+    z = sum(math.exp(v - m) for v in lp.values())
+    return {i: math.exp(v - m) / z for i, v in lp.items()}
+
+
+def ship(rs, held_out, kappa, profile):
+    """Fit a temperature over the shipped rule's distribution on rs (the likelihood of the
+    gold option), print each held-out task's ECE before and after, and, when it lowers every
+    one and profile is given, write it into that profile as the "shortlist" scoring."""
+    dists = [distribution(r, kappa) for r in rs]
+    nll = lambda t: -sum(math.log(max(tempered(d, t)[r["label"]], 1e-300)) for r, d in zip(rs, dists)) / len(rs)
+    t = min((0.5 + 0.01 * i for i in range(301)), key=nll)
+    print("temperature %.2f: mean negative log-likelihood of the gold option on the %d fitting rows %.3f (at 1: %.3f)" % (t, len(rs), nll(t), nll(1.0)))
+
+    def conf_right(rows, t):
+        out = []
+        for r in rows:
+            d = tempered(distribution(r, kappa), t)
+            c = choice(r, d)
+            out.append((d[c], c == r["label"]))
+        return out
+    lowered, lines = True, []
+    for task in held_out:
+        name, _, files = task.rpartition("=")
+        rows = [r for path in files.split(",") for r in records(path)]
+        name = name or files.split(",")[0].rsplit("/", 1)[-1].split(".")[0]
+        before, after = (ece([c for c, _ in cr], [k for _, k in cr]) for cr in (conf_right(rows, 1.0), conf_right(rows, t)))
+        lowered &= after < before
+        lines.append("%s (%d rows) ECE %.3f -> %.3f" % (name, len(rows), before, after))
+        print("held out: " + lines[-1])
+    if not profile:
+        return
+    if not lowered:
+        raise SystemExit("not written: the temperature does not lower ECE on every held-out task")
+    prof = json.load(open(profile))
+    points = sorted(([c, int(k)] for c, k in conf_right(rs, t)), key=lambda p: -p[0])
+    prof["scorings"]["shortlist"] = {
+        "method": "temperature", "reason": "fitted on labelled rows of one task, lowers ECE on every task held out (measurements/shortlist.py --ship)",
+        "before": {}, "cross_validated": {}, "folds": 0,
+        "fitted": {"method": "temperature", "pooled": {"method": "temperature", "t": t}},
+        "points": points}
+    note = prof["note"].split(" Shortlist rows:")[0].replace("and other scorings, stay", "and other scorings but the shortlist's, stay")
+    prof["note"] = note + (" Shortlist rows: temperature %.2f over the shortlist's distribution, fitted on %d labelled Banking77 training rows (train.csv); held out: %s." % (t, len(rs), "; ".join(lines)))
+    with open(profile, "w") as f:
+        json.dump(prof, f, indent=1)
+        f.write("\n")
+    print("wrote the shortlist scoring into " + profile)
+
+
 def wilson(k, n, z=1.96):
     p = k / n
     d = 1 + z * z / n
@@ -144,6 +204,9 @@ def main():
     ap.add_argument("--resettle", action="store_true", help="write the records with chosen, probability, correct and the shortlist's distribution under the shipped rule (ShortlistRule, --kappa), as gojev settles them now, and stop")
     ap.add_argument("--fit-kappa", action="store_true", help="print the kappa of highest likelihood of the gold option under the shipped rule (fit it on training rows)")
     ap.add_argument("--kappa", type=float, default=KAPPA, help="the shipped rule's kappa (gojev.ShortlistKappa)")
+    ap.add_argument("--ship", action="store_true", help="fit a temperature over the distribution on the files (training rows), print the ECE of every --held-out task before and after, and stop")
+    ap.add_argument("--held-out", action="append", default=[], metavar="[NAME=]FILES", help="with --ship: one held-out task's records, comma-separated files (repeatable)")
+    ap.add_argument("--profile", metavar="FILE", help="with --ship: write the temperature into this calibration profile (the shipped one) as the shortlist scoring, if it lowers ECE on every held-out task")
     a = ap.parse_args()
     rs = [r for path in a.file for r in records(path)]
     n = len(rs)
@@ -151,6 +214,8 @@ def main():
         raise SystemExit("no labelled shortlist records in " + ", ".join(a.file))
     if a.cut_rows:
         return cut_rows(rs, a.cut_rows)
+    if a.ship:
+        return ship(rs, a.held_out, a.kappa, a.profile)
     if a.resettle:
         for r in rs:
             dist = distribution(r, a.kappa)
