@@ -20,7 +20,8 @@
 #          vocabulary and template (scripts/synthetic-model.py);
 #       3. generates Banking77-shaped rows (8 and 16 options) and runs jev bench with the
 #          paths engine (one sequence), packed and sequential (one at a time): direct with 8
-#          and with 16 options, and the binary contract; JSON and charts into --out.
+#          and with 16 options, the binary contract, and rows of all 28 intents (the
+#          shortlist, the default above 16 options); JSON and charts into --out.
 #       4. with --grid: the batch grid of docs/gpu.md on the 8-option rows (sequences per
 #          decode, n_batch, n_ubatch, flash attention, kv_unified, the shared prefix), the
 #          prepare path and, with --llama-bench, llama.cpp's prefill rate on the same model;
@@ -190,6 +191,15 @@ for k in (8, 16):
                                 "question": "Which intent does this customer message express?",
                                 "options": [{"id": o.replace(" ", "_"), "description": o} for o in opts],
                                 "label": opts[0].replace(" ", "_")}) + "\n")
+# Every intent an option (28): rows of more than 16 options, decided by the shortlist (the default).
+with open(f"{out}/rows-28opt.jsonl", "w") as f:
+    for i in range(n):
+        opts = rng.sample(intents, len(intents))
+        msg = " ".join(rng.choice(words) for _ in range(rng.randint(8, 30))).capitalize() + "?"
+        f.write(json.dumps({"id": f"r{i}", "state": {"message": msg},
+                            "question": "Which intent does this customer message express?",
+                            "options": [{"id": o.replace(" ", "_"), "description": o} for o in opts],
+                            "label": opts[0].replace(" ", "_")}) + "\n")
 PY
   local nbin=$(( rows < 16 ? rows : 16 ))
   if [ "$basic" = 1 ]; then
@@ -199,7 +209,9 @@ PY
   step "jev bench, direct, 16 options, $rows rows"
   "$jev" bench -m "$model" -t "$threads" "${gpu_flags[@]}" --contract binary -n "$nbin" -i "$out/rows-16opt.jsonl" --paths engine,packed,sequential -o "$out/binary-16opt.json" >"$out/binary-16opt.txt"
   step "jev bench, binary, 16 candidates, $nbin rows"
-  cat "$out"/direct-8opt.txt "$out"/direct-16opt.txt "$out"/binary-16opt.txt
+  "$jev" bench -m "$model" -t "$threads" "${gpu_flags[@]}" -n "$nbin" -i "$out/rows-28opt.jsonl" --paths engine,packed,sequential -o "$out/shortlist-28opt.json" >"$out/shortlist-28opt.txt"
+  step "jev bench, shortlist (the default above 16 options), 28 options, $nbin rows"
+  cat "$out"/direct-8opt.txt "$out"/direct-16opt.txt "$out"/binary-16opt.txt "$out"/shortlist-28opt.txt
   fi
   if [ "$grid" = 1 ]; then
     local models=("$model")

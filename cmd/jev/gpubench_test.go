@@ -48,7 +48,7 @@ func TestGPUBenchScriptRunsOnTheCPU(t *testing.T) {
 	elapsed := time.Since(start)
 	t.Logf("gpu-bench.sh run --cpu --shape tiny --rows 4: %s\n%s", elapsed.Round(time.Second), out)
 	assert.Less(t, elapsed, 9*time.Minute)
-	for _, f := range []string{"direct-8opt.json", "direct-16opt.json", "binary-16opt.json"} {
+	for _, f := range []string{"direct-8opt.json", "direct-16opt.json", "binary-16opt.json", "shortlist-28opt.json"} {
 		b, err := os.ReadFile(filepath.Join(results, f))
 		require.NoError(t, err, f)
 		var rep struct {
