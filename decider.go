@@ -164,7 +164,10 @@ func (d *Decider) Close() error {
 	return nil
 }
 
-// Options returns the options the Decider was made with.
+// Options returns the options the Decider was made with, as New settled them: the default
+// bias control following a calibration profile (debias.None where it holds only the raw
+// scores' map), the shipped profile where one serves the model, KnockoutOptions.Method
+// ManyShortlist or ManyBinary for the runtime.
 func (d *Decider) Options() Options { return d.opts }
 
 // Runtime returns the runtime the Decider decides on (a *backend.InProcess after Open).

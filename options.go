@@ -17,7 +17,8 @@ import (
 )
 
 // Row is one decision: evidence (State), a criterion (Question) and 1..256 options (package
-// contract documents the fields; more than 16 are decided in passes, KnockoutOptions). State may be any value encoding/json can marshal; it is
+// contract documents the fields; more than 16 are decided as KnockoutOptions says: by
+// shortlist, under the binary contract or by knockout). State may be any value encoding/json can marshal; it is
 // embedded in the prompt as Python's json.dumps would write it, with struct fields in
 // declaration order and the key order of rows read by contract.ParseRow.
 type Row = contract.Row
@@ -135,7 +136,8 @@ type Options struct {
 	DetectThreshold  float64
 	AbstainOnSuspect bool
 	// Knockout configures how rows of 17 to 256 options are decided under the direct
-	// contract (KnockoutOptions; the zero value decides them under the binary contract).
+	// contract (KnockoutOptions; the zero value decides them by shortlist where the runtime
+	// reads hidden states, else under the binary contract).
 	Knockout KnockoutOptions
 	// ScoreReading is how a Score question's rubric is read (Ask): ReadBothOrders (the zero
 	// value's meaning) decides its levels listed and reversed and combines the two reads
@@ -355,13 +357,16 @@ const DefaultDetectThreshold = 0.5
 //     Result.Shortlist; docs/many-options.md).
 //
 // The binary contract needs neither: it decides any count, one prompt per option.
+//
+// In a run file (batch.RunFile) it is written in snake case; run files written before that
+// (keys "Method", "Grouping", …) read alike, as encoding/json matches keys case-insensitively.
 type KnockoutOptions struct {
-	Method   string
-	Grouping string
-	Seed     uint64
+	Method   string `json:"method"`
+	Grouping string `json:"grouping"`
+	Seed     uint64 `json:"seed"`
 	// Shortlist is how many of the ranked options ManyShortlist decides (2 to 16; 0 means
 	// DefaultShortlist).
-	Shortlist int `json:",omitempty"`
+	Shortlist int `json:"shortlist,omitempty"`
 }
 
 // DefaultShortlist is how many options ManyShortlist keeps (KnockoutOptions.Shortlist 0).

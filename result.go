@@ -10,10 +10,11 @@ import (
 
 // Result is one row's decision, under either contract. Direct: PromptSHA256, ChosenLetter
 // and Options (each option's logit, logprob and probability; Logit nil over HTTP). Binary:
-// Candidates, one per option in row order, each with its own prompt_sha256, p_yes, yes/no
-// readouts and rank. Chosen is the chosen option's id and Probability its probability: among
-// the listed options (direct) or its p_yes (binary), the debiased or calibrated one under bias
-// control, whose Debias keeps the raw choice.
+// Candidates, one per option in row order (a shortlist's: one per kept option), each with its
+// own prompt_sha256, p_yes, yes/no readouts and rank. Chosen is the chosen option's id and
+// Probability its probability: among the listed options (direct), its p_yes (binary), or its
+// share of the distribution over every option (Shortlist, Knockout); the debiased or
+// calibrated one under bias control or calibration, whose Debias and Calibration keep the raw.
 type Result struct {
 	ID            json.RawMessage           `json:"id"`
 	PromptVersion string                    `json:"prompt_version"`
@@ -28,8 +29,9 @@ type Result struct {
 	Correct       *bool                     `json:"correct,omitempty"`
 	// Debias is what bias control added (nil without Options.Debias).
 	Debias *Debiased `json:"debias,omitempty"`
-	// Calibration is what a calibration profile added (nil without Options.Calibration);
-	// Probability is then calibrated.
+	// Calibration is what a calibration profile added (Options.Calibration, or under the
+	// default settings the model's shipped profile, calibrate.ShippedProfile, where it covers
+	// the row; else nil); Probability is then calibrated.
 	Calibration *Calibration `json:"calibration,omitempty"`
 	// Uncalibrated says, under the default settings (no Options.Calibration given, Debias
 	// debias.Default), that no calibration covers this row: the model has no shipped profile

@@ -53,8 +53,10 @@ type RunFile struct {
 	Calibration  *RunCalibration  `json:"calibration,omitempty"`
 	Shift        *calibrate.Shift `json:"shift,omitempty"`
 	AbstainBelow float64          `json:"abstain_below,omitempty"`
-	// Knockout is how rows of more than 16 options were grouped (--knockout-grouping,
-	// --knockout-seed), nil when left at the default.
+	// Knockout is the scheme rows of more than 16 options were decided by (--many,
+	// --shortlist, --knockout-grouping, --knockout-seed), nil for the binary contract over
+	// every option (KnockoutOptions: what run files written before the shortlist was the
+	// default hold).
 	Knockout *gojev.KnockoutOptions `json:"knockout,omitempty"`
 	// Detect is the injection detector's setting (--detect), nil without it.
 	Detect   *RunDetect `json:"detect,omitempty"`

@@ -37,6 +37,20 @@ func TestRunFileRoundTripAndErrors(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, got, beside)
 
+	// The scheme for many options in snake case; a run file of an earlier build, in Go's field
+	// names, reads alike.
+	m.Knockout = &gojev.KnockoutOptions{Method: gojev.ManyShortlist, Grouping: "shuffle", Shortlist: 8}
+	require.NoError(t, m.Save(batch.RunFilePath(results)))
+	data, err := os.ReadFile(batch.RunFilePath(results))
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"method": "shortlist"`)
+	assert.Contains(t, string(data), `"shortlist": 8`)
+	old := filepath.Join(dir, "old.run.json")
+	require.NoError(t, os.WriteFile(old, []byte(`{"prompt_version": "direct-options-v1", "knockout": {"Method": "knockout", "Grouping": "file", "Seed": 3}}`), 0o644))
+	got, err = batch.ReadRunFile(old)
+	require.NoError(t, err)
+	assert.Equal(t, gojev.KnockoutOptions{Method: gojev.ManyKnockout, Grouping: "file", Seed: 3}, got.KnockoutOptions())
+
 	for name, text := range map[string]string{"cut short": `{"prompt_version": "dir`, "not an object": `[1, 2]`, "empty": ``} {
 		p := filepath.Join(dir, name+".run.json")
 		require.NoError(t, os.WriteFile(p, []byte(text), 0o644))

@@ -62,8 +62,8 @@ A row is one JSON object per line:
   {"id": "r1", "state": {"message": "..."}, "question": "...",
    "options": [{"id": "refund", "description": "..."}, ...], "label": "refund"}
 (1 to 256 options: more than 16 are ranked by embedding and the best 16 decided under the
-binary contract, one yes/no prompt each, unless --many binary (every option) or --many
-knockout; "label" is optional and only used to report accuracy).
+binary contract, one yes/no prompt each, unless --many binary (every option; the default
+over --runtime URL) or --many knockout; "label" is optional and only used to report accuracy).
 
 Run "jev COMMAND -h" for a command's flags.
 `
