@@ -37,9 +37,9 @@ and measured at least as accurate; the default model's shipped profile calibrate
 --runtime URL, which reads no hidden states, and with --many binary, every option is read under
 the binary contract, one prompt each; with --many knockout, in passes of at most 16
 (--knockout-grouping). The shortlist's and the knockout's records add a distribution over all
-the options; docs/many-options.md compares the three. A bad row (malformed JSON, a missing field, 0 or more
-than 256 options, duplicate option ids, a label that is not an option id, a prompt longer than
-n_ctx, content containing special-token text) gets {"id": ..., "line": N, "error": "..."} and
+the options; docs/many-options.md compares the three. A bad row (malformed JSON, a missing
+field, 0 or more than 256 options, duplicate option ids, a label that is not an option id, a
+prompt longer than n_ctx, content containing special-token text) gets {"id": ..., "line": N, "error": "..."} and
 the run goes on. A summary (rows, errors, accuracy where rows have a "label", the most chosen
 letter, decisions/s) goes to stderr, and a warning when one letter takes 80 % of 20 or more
 choices. Ctrl-C (or SIGTERM) stops the run: the rows in flight (at most --window)
