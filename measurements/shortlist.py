@@ -6,6 +6,7 @@
   python3 measurements/shortlist.py SL.jsonl --cut-rows ROWS.jsonl > cut.jsonl   # then jev decide --contract binary
   python3 measurements/shortlist.py SL.jsonl --binary BIN.jsonl [--binary CUT-BIN.jsonl]
   python3 measurements/shortlist.py SL.jsonl --resettle > now.jsonl   # records under the shipped rule
+  python3 measurements/shortlist.py SL.jsonl --levers   # the rule's weight, k and per-option bias, re-read
   python3 measurements/shortlist.py TRAIN.jsonl --ship --held-out a=A.jsonl,A2.jsonl --held-out b=B.jsonl [--profile calibrate/shipped/X.json]
 
 For the records of rows of more than 16 options decided by shortlist it prints the embedding
@@ -125,6 +126,32 @@ def distribution(r, kappa, product=True):
     return dist
 
 
+def levers(rs, kappa):
+    """Accuracy of the product rule's choice with one thing changed at a time: the ranker's
+    weight w against logit p_yes (the rule's is 1/(kappa tau)); the ranker's k best decided
+    (of the 16 kept); each option's logit p_yes less beta times its mean over these rows
+    (label-free, over the whole file)."""
+    def right(w=None, k=None, beta=0.0):
+        n = 0
+        for r in rs:
+            s = r["shortlist"]
+            score = {o["id"]: o["score"] for o in s["scores"]}
+            ww = 1 / (kappa * s["tau"]) if w is None else w
+            cands = sorted(r["candidates"], key=lambda c: -score[c["id"]])[:k or len(r["candidates"])]
+            best = max(cands, key=lambda c: logit(c["p_yes"]) - beta * (mean[c["id"]] - grand) + ww * score[c["id"]])
+            n += best["id"] == r["label"]
+        return "%.1f %%" % (100 * n / len(rs))
+    by = {}
+    for r in rs:
+        for c in r["candidates"]:
+            by.setdefault(c["id"], []).append(logit(c["p_yes"]))
+    mean = {i: sum(v) / len(v) for i, v in by.items()}
+    grand = sum(sum(v) for v in by.values()) / sum(len(v) for v in by.values())
+    print("ranker weight:", "  ".join("%g %s" % (w, right(w=w)) for w in (0, 0.5, 1, 1.5, 2, 2.5, 3, 4)))
+    print("k best decided:", "  ".join("%d %s" % (k, right(k=k)) for k in (2, 4, 6, 8, 12, 16)))
+    print("option mean subtracted, beta:", "  ".join("%g %s" % (b, right(beta=b)) for b in (0, 0.25, 0.5, 0.75, 1)))
+
+
 def tempered(dist, t):
     """softmax(log dist / t): a temperature map over a shortlist's distribution (calibrate's
     temperature over the log distribution, gojev's "shortlist" scoring)."""
@@ -204,6 +231,7 @@ def main():
     ap.add_argument("--resettle", action="store_true", help="write the records with chosen, probability, correct and the shortlist's distribution under the shipped rule (ShortlistRule, --kappa), as gojev settles them now, and stop")
     ap.add_argument("--fit-kappa", action="store_true", help="print the kappa of highest likelihood of the gold option under the shipped rule (fit it on training rows)")
     ap.add_argument("--kappa", type=float, default=KAPPA, help="the shipped rule's kappa (gojev.ShortlistKappa)")
+    ap.add_argument("--levers", action="store_true", help="print the accuracy with the ranker's weight, the k decided, or each option's mean logit p_yes changed, and stop")
     ap.add_argument("--ship", action="store_true", help="fit a temperature over the distribution on the files (training rows), print the ECE of every --held-out task before and after, and stop")
     ap.add_argument("--held-out", action="append", default=[], metavar="[NAME=]FILES", help="with --ship: one held-out task's records, comma-separated files (repeatable)")
     ap.add_argument("--profile", metavar="FILE", help="with --ship: write the temperature into this calibration profile (the shipped one) as the shortlist scoring, if it lowers ECE on every held-out task")
@@ -216,6 +244,8 @@ def main():
         return cut_rows(rs, a.cut_rows)
     if a.ship:
         return ship(rs, a.held_out, a.kappa, a.profile)
+    if a.levers:
+        return levers(rs, a.kappa)
     if a.resettle:
         for r in rs:
             dist = distribution(r, a.kappa)
