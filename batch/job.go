@@ -495,14 +495,8 @@ func (j *Job) profileName() string { return cmp.Or(j.CalibrationFile, "the calib
 // shortlist was the default, which records none, reads as the binary contract it was decided
 // under), else the settled options, the shortlist's k spelled out.
 func runKnockout(k gojev.KnockoutOptions) *gojev.KnockoutOptions {
-	if k.Method == gojev.ManyBinary && (k.Grouping == "" || k.Grouping == knockout.Shuffle) && k.Seed == 0 {
+	if k = spelledOut(k); k.Method == gojev.ManyBinary && k.Grouping == knockout.Shuffle && k.Seed == 0 {
 		return nil
-	}
-	k.Grouping = cmp.Or(k.Grouping, knockout.Shuffle)
-	if k.Method == gojev.ManyShortlist {
-		k.Shortlist = cmp.Or(k.Shortlist, gojev.DefaultShortlist)
-	} else {
-		k.Shortlist = 0
 	}
 	return &k
 }

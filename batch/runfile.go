@@ -180,14 +180,7 @@ func (a *RunFile) Disagrees(b *RunFile) string {
 		}
 		return m.Calibration.SHA256
 	}
-	many := func(m *RunFile) gojev.KnockoutOptions {
-		k := m.KnockoutOptions()
-		k.Method = cmp.Or(k.Method, gojev.ManyBinary)
-		if k.Method == gojev.ManyShortlist {
-			k.Shortlist = cmp.Or(k.Shortlist, gojev.DefaultShortlist)
-		}
-		return k
-	}
+	many := func(m *RunFile) gojev.KnockoutOptions { return spelledOut(m.KnockoutOptions()) }
 	n := func(m *RunFile) int {
 		s, _ := ParseShard(m.Shard, nil)
 		return s.N
@@ -256,6 +249,19 @@ func (m *RunFile) SetOptions(opts gojev.Options) {
 // "default" so that a run file of the raw scores written before, with none, still reads
 // as debias.None).
 const runDefault debias.Method = "default"
+
+// spelledOut is k with its defaults written: the binary contract for no method, the shuffle
+// grouping, a shortlist's k (none for the other schemes), so that two settings that decide
+// alike compare equal.
+func spelledOut(k gojev.KnockoutOptions) gojev.KnockoutOptions {
+	k.Method, k.Grouping = cmp.Or(k.Method, gojev.ManyBinary), cmp.Or(k.Grouping, knockout.Shuffle)
+	if k.Method == gojev.ManyShortlist {
+		k.Shortlist = cmp.Or(k.Shortlist, gojev.DefaultShortlist)
+	} else {
+		k.Shortlist = 0
+	}
+	return k
+}
 
 // KnockoutOptions is the run's setting for rows of more than 16 options, spelled out: a run
 // file that records none was decided under the binary contract (ManyBinary).
